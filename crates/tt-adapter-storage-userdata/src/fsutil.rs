@@ -246,9 +246,53 @@ impl<R: Read> Read for CountingReader<'_, R> {
     }
 }
 
+/// `len` bytes of `file` from `start` on, buffered `capacity` bytes at a time, every byte read
+/// added to `counter`; a failed seek is an I/O error on `path`.
+pub(crate) fn counted_reader_from<'a, F: Read + io::Seek>(
+    path: &Path,
+    mut file: F,
+    (start, len): (u64, u64),
+    capacity: usize,
+    counter: &'a AtomicU64,
+) -> StorageResult<io::BufReader<CountingReader<'a, io::Take<F>>>> {
+    file.seek(io::SeekFrom::Start(start))
+        .map_err(|err| StorageError::io(path.display().to_string(), err))?;
+    Ok(io::BufReader::with_capacity(
+        capacity,
+        CountingReader {
+            inner: file.take(len),
+            counter,
+        },
+    ))
+}
+
+/// Reads the next line of `reader` into `line` (replacing what it held), its `\n` included when
+/// it has one; 0 at the end. A failed read is an I/O error on `path`.
+pub(crate) fn next_line(
+    reader: &mut impl io::BufRead,
+    line: &mut Vec<u8>,
+    path: &Path,
+) -> StorageResult<usize> {
+    line.clear();
+    reader
+        .read_until(b'\n', line)
+        .map_err(|err| StorageError::io(path.display().to_string(), err))
+}
+
 /// The last `max` bytes of a file, starting at its first whole line in that range; `None` when
 /// it cannot be read.
 pub(crate) fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
+    let (start, mut tail) = read_last_bytes(path, max)?;
+    if start > 0 {
+        let first_end = tail.iter().position(|byte| *byte == b'\n')?;
+        tail.drain(..=first_end);
+    }
+    Some(tail)
+}
+
+/// The last `max` bytes of a file as they are (the first line may be cut), with the offset they
+/// start at; `None` when it cannot be read.
+pub(crate) fn read_last_bytes(path: &Path, max: u64) -> Option<(u64, Vec<u8>)> {
     use std::io::{Read, Seek, SeekFrom};
     let mut file = fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
@@ -256,11 +300,7 @@ pub(crate) fn read_tail(path: &Path, max: u64) -> Option<Vec<u8>> {
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut tail = Vec::new();
     file.take(len - start).read_to_end(&mut tail).ok()?;
-    if start > 0 {
-        let first_end = tail.iter().position(|byte| *byte == b'\n')?;
-        tail.drain(..=first_end);
-    }
-    Some(tail)
+    Some((start, tail))
 }
 
 #[cfg(test)]

@@ -5,15 +5,17 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use tt_domain::event::AgentRunEvent;
 use tt_ports::{EventPage, StorageError, StorageResult};
 
-use crate::fsutil::CountingReader;
+use crate::fsutil;
 use crate::layout::EVENTS_FILE;
 use crate::segment;
+
+/// Bytes read from the journal at a time when streaming events (`BufReader`'s default).
+const READ_BUFFER: usize = 8 * 1024;
 
 /// One sparse index entry every this many events.
 const INDEX_STRIDE: u64 = 64;
@@ -138,20 +140,13 @@ fn stream_events(
         return Ok(());
     }
     let what = || path.display().to_string();
-    let mut file = File::open(path).map_err(|err| StorageError::io(what(), err))?;
-    file.seek(SeekFrom::Start(start))
-        .map_err(|err| StorageError::io(what(), err))?;
-    let mut reader = BufReader::new(CountingReader {
-        inner: file.take(end - start),
-        counter: bytes_read,
-    });
+    let file = File::open(path).map_err(|err| StorageError::io(what(), err))?;
+    let mut reader =
+        fsutil::counted_reader_from(path, file, (start, end - start), READ_BUFFER, bytes_read)?;
     let mut offset = start;
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|err| StorageError::io(what(), err))?;
+        let n = fsutil::next_line(&mut reader, &mut line, path)?;
         if n == 0 {
             return Ok(());
         }

@@ -68,6 +68,32 @@ impl<K> Indexed<K> {
         Ok(Some(file))
     }
 
+    /// Opens the segment at `path` and indexes the complete lines appended since the last look:
+    /// `add` files each line, parsed as `H`, with where it lives. `None` when the file does not
+    /// exist yet.
+    fn extend<H: DeserializeOwned>(
+        &mut self,
+        path: &Path,
+        bytes_read: &AtomicU64,
+        mut add: impl FnMut(&mut HashMap<K, Loc>, H, Loc),
+    ) -> StorageResult<Option<File>> {
+        let Some(mut file) = self.open(path)? else {
+            return Ok(None);
+        };
+        let lines = &mut self.lines;
+        let end = segment::scan(path, &mut file, self.len, bytes_read, |offset, body| {
+            let header: H = serde_json::from_slice(body).map_err(|err| err.to_string())?;
+            let loc = Loc {
+                offset,
+                len: body.len(),
+            };
+            add(lines, header, loc);
+            Ok(())
+        })?;
+        self.len = end.good_len;
+        Ok(Some(file))
+    }
+
     fn fresh() -> Self {
         Self {
             identity: None,
@@ -103,25 +129,16 @@ impl SegmentsView {
         dir: &Path,
         bytes_read: &AtomicU64,
     ) -> StorageResult<Option<(File, &RecordLines)>> {
-        let path = dir.join(RECORDS_FILE);
         let index = &mut self.records;
-        let Some(mut file) = index.open(&path)? else {
-            return Ok(None);
-        };
-        let lines = &mut index.lines;
-        let end = segment::scan(&path, &mut file, index.len, bytes_read, |offset, body| {
-            let header: RecordHeader =
-                serde_json::from_slice(body).map_err(|err| err.to_string())?;
-            let loc = Loc {
-                offset,
-                len: body.len(),
-            };
-            // The latest line of a key wins.
-            lines.insert((header.kind, header.key), loc);
-            Ok(())
-        })?;
-        index.len = end.good_len;
-        Ok(Some((file, &index.lines)))
+        let file = index.extend(
+            &dir.join(RECORDS_FILE),
+            bytes_read,
+            |lines, header: RecordHeader, loc| {
+                // The latest line of a key wins.
+                lines.insert((header.kind, header.key), loc);
+            },
+        )?;
+        Ok(file.map(|file| (file, &index.lines)))
     }
 
     /// The blobs file, its index extended likewise.
@@ -130,23 +147,16 @@ impl SegmentsView {
         dir: &Path,
         bytes_read: &AtomicU64,
     ) -> StorageResult<Option<(File, &HashMap<String, Loc>)>> {
-        let path = dir.join(BLOBS_FILE);
         let index = &mut self.blobs;
-        let Some(mut file) = index.open(&path)? else {
-            return Ok(None);
-        };
-        let lines = &mut index.lines;
-        let end = segment::scan(&path, &mut file, index.len, bytes_read, |offset, body| {
-            let header: BlobHeader = serde_json::from_slice(body).map_err(|err| err.to_string())?;
-            // A blob is stored once; should it appear again, its first line is the one read.
-            lines.entry(header.sha256).or_insert(Loc {
-                offset,
-                len: body.len(),
-            });
-            Ok(())
-        })?;
-        index.len = end.good_len;
-        Ok(Some((file, &index.lines)))
+        let file = index.extend(
+            &dir.join(BLOBS_FILE),
+            bytes_read,
+            |lines, header: BlobHeader, loc| {
+                // A blob is stored once; should it appear again, its first line is the one read.
+                lines.entry(header.sha256).or_insert(loc);
+            },
+        )?;
+        Ok(file.map(|file| (file, &index.lines)))
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::fs;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 use tt_domain::damage::UnreadableRun;
 use tt_domain::ids::{InvocationId, RunId, TaskId};
@@ -64,12 +64,7 @@ pub(crate) fn observed_run(inner: &Inner, dir: &Path, mut run: AgentRun) -> Agen
 
 /// The status of the last `status_changed` event in the journal's tail, if any.
 fn latest_journaled_status(path: &Path) -> Option<AgentRunStatus> {
-    let mut file = fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let start = len.saturating_sub(STATUS_TAIL_BYTES);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut tail = Vec::new();
-    file.take(len - start).read_to_end(&mut tail).ok()?;
+    let (_, tail) = fsutil::read_last_bytes(path, STATUS_TAIL_BYTES)?;
     tail.split(|byte| *byte == b'\n')
         .rev()
         .filter_map(|line| serde_json::from_slice::<Value>(line).ok())

@@ -3,7 +3,7 @@
 //! power cut is cut away), and read by other processes only up to their last complete line.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use tt_ports::{StorageError, StorageResult};
 
 use crate::faults::{self, Fault, Op};
-use crate::fsutil::CountingReader;
+use crate::fsutil;
 
 /// An open segment file of a run this process owns. Appends go to the end as one `write` of a
 /// whole line; `len` is the end of the last complete line.
@@ -137,22 +137,17 @@ pub(crate) fn scan(
         .metadata()
         .map_err(|err| StorageError::io(what(), err))?
         .len();
-    file.seek(SeekFrom::Start(start))
-        .map_err(|err| StorageError::io(what(), err))?;
-    let mut reader = BufReader::with_capacity(
+    let mut reader = fsutil::counted_reader_from(
+        path,
+        &mut *file,
+        (start, file_len.saturating_sub(start)),
         64 * 1024,
-        CountingReader {
-            inner: (&mut *file).take(file_len.saturating_sub(start)),
-            counter: bytes_read,
-        },
-    );
+        bytes_read,
+    )?;
     let mut good_len = start;
     let mut line = Vec::new();
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|err| StorageError::io(what(), err))?;
+        let n = fsutil::next_line(&mut reader, &mut line, path)?;
         if n == 0 {
             break;
         }
@@ -201,11 +196,17 @@ mod tests {
             .map_err(|err| err.to_string())
     }
 
-    #[test]
-    fn owners_cut_torn_tails_and_readers_stop_before_them() {
+    /// A temporary `seg.jsonl` holding `bytes` (kept while the `TempDir` lives).
+    fn segment_file(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("seg.jsonl");
-        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
+        std::fs::write(&path, bytes).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn owners_cut_torn_tails_and_readers_stop_before_them() {
+        let (_dir, path) = segment_file(b"{\"a\":1}\n{\"b\":2}\n{\"c\":");
         let counter = AtomicU64::new(0);
 
         let mut reader = File::open(&path).unwrap();
@@ -228,9 +229,7 @@ mod tests {
 
     #[test]
     fn an_unparsable_line_before_the_end_is_corrupt() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("seg.jsonl");
-        std::fs::write(&path, b"{\"a\":1}\nnot json\n{\"b\":2}\n").unwrap();
+        let (_dir, path) = segment_file(b"{\"a\":1}\nnot json\n{\"b\":2}\n");
         let counter = AtomicU64::new(0);
         let err = Segment::open_owned(path.clone(), &counter, parse_json)
             .err()

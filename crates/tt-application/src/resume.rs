@@ -632,21 +632,8 @@ mod tests {
     use crate::replay::ContextStep;
     use serde_json::json;
     use tt_domain::context_window::TrimPlan;
-    use tt_domain::event::{EventLevel, RunEventType};
-    use tt_domain::ids::{EventId, RunId};
-    use tt_domain::time::Timestamp;
-
-    fn event(event_type: RunEventType, payload: Value) -> AgentRunEvent {
-        AgentRunEvent {
-            seq: 1,
-            id: EventId::from_raw("evt_1"),
-            run_id: RunId::from_raw("run_1"),
-            timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
-            level: EventLevel::Info,
-            event_type,
-            payload,
-        }
-    }
+    use tt_domain::event::RunEventType;
+    use tt_testkit::contract::journaled_event as event;
 
     #[test]
     fn a_journaled_trim_and_summary_come_back_as_the_steps_that_were_applied() {

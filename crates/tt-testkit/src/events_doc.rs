@@ -153,20 +153,9 @@ pub fn type_mismatches() -> (Vec<&'static str>, Vec<String>) {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
-    use tt_domain::event::EventLevel;
-    use tt_domain::ids::{EventId, RunId};
-    use tt_domain::time::Timestamp;
 
     fn event(event_type: &str, payload: serde_json::Value) -> AgentRunEvent {
-        AgentRunEvent {
-            seq: 1,
-            id: EventId::from_raw("evt_1"),
-            run_id: RunId::from_raw("run_1"),
-            timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
-            level: EventLevel::Info,
-            event_type: RunEventType::from_name(event_type),
-            payload,
-        }
+        crate::contract::journaled_event(RunEventType::from_name(event_type), payload)
     }
 
     /// One payload of every event type, every optional field present.

@@ -22,7 +22,7 @@ use tt_domain::ids::RunId;
 use tt_domain::run::AgentRun;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, WorkspacePath};
 use tt_ports::{AgentRunRepository, WorkspaceRepository};
-use tt_testkit::contract::{manifest_for, sample_run, ts};
+use tt_testkit::contract::{manifest_for, sample_run, ts, wp};
 
 /// A temporary data root and a store opened on it.
 pub(crate) struct Fixture {
@@ -39,6 +39,13 @@ impl Fixture {
 
     pub(crate) fn data_root(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// A new directory `name` beside the data root, outside the store.
+    pub(crate) fn outside_dir(&self, name: &str) -> PathBuf {
+        let outside = self.dir.path().join(name);
+        std::fs::create_dir(&outside).unwrap();
+        outside
     }
 
     /// A new store on the same data root, as after a process restart: the old store is
@@ -61,6 +68,11 @@ impl Fixture {
             .recover_interrupted_runs(tt_testkit::contract::ts(100), event_ids())
             .unwrap();
         (store, recovered)
+    }
+
+    /// The text of the file at `path` of run `run_id`, read through the port.
+    pub(crate) async fn text(&self, run_id: &RunId, path: &str) -> String {
+        self.store.read(run_id, &wp(path)).await.unwrap().text
     }
 
     pub(crate) async fn run(&self, n: u32) -> (AgentRun, PathBuf) {

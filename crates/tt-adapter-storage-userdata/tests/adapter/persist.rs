@@ -80,12 +80,5 @@ async fn promoted_state_has_a_manifest_and_checked_projection() {
     std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     let projected = project_b().await.unwrap();
     assert_eq!(projected.files.len(), 1);
-    assert_eq!(
-        fx.store
-            .read(&b.id, &wp("persist/memory.md"))
-            .await
-            .unwrap()
-            .text,
-        "remember"
-    );
+    assert_eq!(fx.text(&b.id, "persist/memory.md").await, "remember");
 }

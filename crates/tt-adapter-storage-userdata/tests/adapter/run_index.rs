@@ -31,6 +31,16 @@ fn marked(root: &Path) -> Vec<String> {
     names
 }
 
+/// A fresh store opened as a runtime opens a data dir (recovery run once), so its (empty)
+/// indexes are complete.
+fn opened_fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.store
+        .recover_interrupted_runs(ts(1), event_ids())
+        .unwrap();
+    fx
+}
+
 async fn finish(store: &UserDataStore, run: &AgentRun, status: AgentRunStatus) {
     let mut done = run.clone();
     done.status = status;
@@ -50,11 +60,7 @@ async fn all_listed(store: &UserDataStore) -> Vec<RunId> {
 
 #[tokio::test]
 async fn a_run_is_marked_from_its_creation_to_its_end_and_recovery_reads_only_the_marked() {
-    let mut fx = Fixture::new();
-    // What a runtime does when it opens a data dir: the (empty) indexes are complete.
-    fx.store
-        .recover_interrupted_runs(ts(1), event_ids())
-        .unwrap();
+    let mut fx = opened_fixture();
     let (open, _) = fx.run(1).await;
     let (done, _) = fx.run(2).await;
     let (failed, failed_dir) = fx.run(3).await;
@@ -276,10 +282,7 @@ async fn a_conversation_lists_only_its_own_runs() {
 
 #[tokio::test]
 async fn a_run_resumed_after_its_end_is_marked_again_before_its_record_says_so() {
-    let mut fx = Fixture::new();
-    fx.store
-        .recover_interrupted_runs(ts(1), event_ids())
-        .unwrap();
+    let mut fx = opened_fixture();
     let (run, _) = fx.run(1).await;
     finish(&fx.store, &run, AgentRunStatus::Interrupted).await;
     assert!(marked(&fx.data_root()).is_empty());

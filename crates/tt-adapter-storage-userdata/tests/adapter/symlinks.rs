@@ -12,8 +12,7 @@ use super::{Fixture, assert_escape};
 async fn escaping_symlinks_are_refused() {
     let fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    let outside = fx.dir.path().join("outside");
-    std::fs::create_dir(&outside).unwrap();
+    let outside = fx.outside_dir("outside");
     std::fs::write(outside.join("secret.md"), "secret").unwrap();
     symlink(&outside, dir.join("output/evil")).unwrap();
     symlink(outside.join("secret.md"), dir.join("scratch/link.md")).unwrap();
@@ -63,8 +62,7 @@ async fn escaping_symlinks_are_refused() {
 async fn escaping_workspace_root_is_refused() {
     let fx = Fixture::new();
     let (run, dir) = fx.run(1).await;
-    let outside = fx.dir.path().join("outside-root");
-    std::fs::create_dir(&outside).unwrap();
+    let outside = fx.outside_dir("outside-root");
     std::fs::remove_dir(dir.join("summaries")).unwrap();
     symlink(&outside, dir.join("summaries")).unwrap();
     assert_escape(
@@ -90,14 +88,7 @@ async fn symlinks_inside_the_run_directory_work() {
         .await
         .unwrap();
     symlink(dir.join("scratch/notes"), dir.join("output/notes")).unwrap();
-    assert_eq!(
-        fx.store
-            .read(&run.id, &wp("output/notes/a.md"))
-            .await
-            .unwrap()
-            .text,
-        "inside"
-    );
+    assert_eq!(fx.text(&run.id, "output/notes/a.md").await, "inside");
     let listed: Vec<String> = fx
         .store
         .list(&run.id, Some(&wp("output")), 2)

@@ -5,9 +5,9 @@
 use serde_json::json;
 use tt_domain::event::RecordedEvent;
 use tt_domain::ids::RunId;
-use tt_ports::{ChainedCommit, CommitChain, EventPage, RunWrite, StorageError, StorageResult};
+use tt_ports::{ChainedCommit, CommitChain, EventPage, RunWrite, StorageResult};
 
-use super::{StorageUnderTest, create_sample_run, task, tool_event};
+use super::{StorageUnderTest, assert_already_exists, create_sample_run, task, tool_event};
 
 /// A chained unit's outcome, whether the store answered it at once or queued it.
 async fn outcome(queued: StorageResult<ChainedCommit>) -> StorageResult<Vec<RecordedEvent>> {
@@ -76,10 +76,7 @@ pub async fn commit_chained_writes_a_prefix_of_the_chain(s: StorageUnderTest) {
     .await;
     let fourth = queue(&s, id, vec![event(id, 5, "inv_root")], &chain).await;
     let third = outcome(third).await;
-    assert!(
-        matches!(third, Err(StorageError::AlreadyExists { .. })),
-        "expected AlreadyExists, got {third:?}"
-    );
+    assert_already_exists(third);
     assert!(outcome(fourth).await.is_err());
     assert!(chain.is_broken());
     let later = queue(&s, id, vec![event(id, 6, "inv_root")], &chain).await;

@@ -10,17 +10,14 @@ use tt_ports::ConnectionRepository;
 /// One connection store under test.
 pub type ConnectionsUnderTest = super::RepositoryUnderTest<dyn ConnectionRepository>;
 
-/// Runs every `ConnectionRepository` contract case against `$factory`, an expression that
-/// yields a fresh [`ConnectionsUnderTest`] (it may `.await`).
-#[macro_export]
-macro_rules! connections_contract_tests {
-    ($factory:expr) => {
-        $crate::__contract_suite! { connections_contract, connections, $factory;
-            documents_read_back_from_another_handle_and_are_replaced,
-            names_list_sorted_and_removal_says_what_was_there,
-            names_that_are_no_storage_segment_are_refused,
-        }
-    };
+contract_suite_macro! {
+    /// Runs every `ConnectionRepository` contract case against `$factory`, an expression that
+    /// yields a fresh [`ConnectionsUnderTest`] (it may `.await`).
+    connections_contract_tests => connections_contract, connections {
+        documents_read_back_from_another_handle_and_are_replaced,
+        names_list_sorted_and_removal_says_what_was_there,
+        names_that_are_no_storage_segment_are_refused,
+    }
 }
 
 const LOCAL: &str = r#"{"connection": "openai:http://127.0.0.1:8080/v1", "model": "local"}"#;

@@ -6,9 +6,11 @@ use tt_domain::ids::{InvocationId, RunId, TaskId};
 use tt_domain::invocation::InvocationStatus;
 use tt_domain::run::AgentRun;
 use tt_domain::task::{AgentTaskRecord, TaskStatus, TaskTransition};
-use tt_ports::StorageError;
 
-use super::{StorageUnderTest, assert_not_found, at_once, create_sample_run, invocation, task, ts};
+use super::{
+    StorageUnderTest, assert_already_exists, assert_not_found, at_once, create_sample_run,
+    invocation, task, ts,
+};
 
 fn to(status: TaskStatus, result_ref: Option<&str>, error: Option<&str>) -> TaskTransition {
     TaskTransition {
@@ -70,10 +72,7 @@ pub async fn tasks_round_trip_in_creation_order(s: StorageUnderTest) {
             .unwrap(),
         tasks[1]
     );
-    match s.invocations.create_task(&tasks[0]).await {
-        Err(StorageError::AlreadyExists { .. }) => {}
-        other => panic!("expected AlreadyExists, got {other:?}"),
-    }
+    assert_already_exists(s.invocations.create_task(&tasks[0]).await);
     assert_not_found(
         s.invocations
             .load_task(&run.id, &TaskId::from_raw("task_missing"))

@@ -10,11 +10,11 @@ use tt_domain::event::{AgentRunEvent, EventScope, RecordedEvent, RunEventType};
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::run::AgentRun;
 use tt_domain::task::AgentTaskRecord;
-use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument, StorageError};
+use tt_ports::{EventPage, RunDocument, RunJournal, RunWrite, SerializedDocument};
 
 use super::{
-    StorageUnderTest, assert_not_found, at_once, create_sample_run, invocation, scoped_event, task,
-    tool_event,
+    StorageUnderTest, assert_already_exists, assert_not_found, at_once, create_sample_run,
+    invocation, scoped_event, task, tool_event,
 };
 
 /// Appends events 1 to `count` of run `id` one by one (tool calls of the root agent), each
@@ -462,10 +462,7 @@ async fn a_failed_unit_stops_at_its_failure(
             ],
         )
         .await;
-    assert!(
-        matches!(failed, Err(StorageError::AlreadyExists { .. })),
-        "expected AlreadyExists, got {failed:?}"
-    );
+    assert_already_exists(failed);
     let after_failure = s.journal.last_seq(id).await.unwrap();
     assert!(after_failure == 5 || after_failure == 6, "{after_failure}");
     let tail = s
@@ -529,10 +526,7 @@ async fn units_side_by_side_stay_gapless(
     let mut new_events = 0;
     for (t, handle) in handles.into_iter().enumerate() {
         match (t, handle.await.unwrap()) {
-            (3, outcome) => assert!(
-                matches!(outcome, Err(StorageError::AlreadyExists { .. })),
-                "expected AlreadyExists, got {outcome:?}"
-            ),
+            (3, outcome) => assert_already_exists(outcome),
             (_, outcome) => {
                 let stored = outcome.unwrap();
                 assert!(stored.windows(2).all(|pair| pair[1].seq == pair[0].seq + 1));

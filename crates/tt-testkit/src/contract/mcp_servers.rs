@@ -8,16 +8,13 @@ use tt_ports::McpServerRepository;
 /// One MCP server store under test.
 pub type McpServersUnderTest = super::RepositoryUnderTest<dyn McpServerRepository>;
 
-/// Runs every `McpServerRepository` contract case against `$factory`, an expression that
-/// yields a fresh [`McpServersUnderTest`] (it may `.await`).
-#[macro_export]
-macro_rules! mcp_servers_contract_tests {
-    ($factory:expr) => {
-        $crate::__contract_suite! { mcp_servers_contract, mcp_servers, $factory;
-            entries_read_back_from_another_handle_and_are_replaced,
-            entries_list_by_name_and_removal_says_what_was_there,
-        }
-    };
+contract_suite_macro! {
+    /// Runs every `McpServerRepository` contract case against `$factory`, an expression that
+    /// yields a fresh [`McpServersUnderTest`] (it may `.await`).
+    mcp_servers_contract_tests => mcp_servers_contract, mcp_servers {
+        entries_read_back_from_another_handle_and_are_replaced,
+        entries_list_by_name_and_removal_says_what_was_there,
+    }
 }
 
 fn entry(name: &str, command: &str, with_catalog: bool) -> McpServerEntry {

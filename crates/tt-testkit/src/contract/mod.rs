@@ -8,6 +8,24 @@
 // These functions are test assertions shipped as a library: failing loudly is their job.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// Declares a suite's exported macro: `$name!($factory)` expands to `mod $suite` with one
+/// `#[tokio::test]` per case, each running `contract::$module::$case` on a fresh `$factory`
+/// (an expression, evaluated per case, that may `.await`).
+macro_rules! contract_suite_macro {
+    ($(#[$doc:meta])* $name:ident => $suite:ident, $module:ident { $($case:ident),* $(,)? }) => {
+        contract_suite_macro! { @with_dollar ($) $(#[$doc])* $name => $suite, $module { $($case),* } }
+    };
+    (@with_dollar ($d:tt) $(#[$doc:meta])* $name:ident => $suite:ident, $module:ident { $($case:ident),* }) => {
+        $(#[$doc])*
+        #[macro_export]
+        macro_rules! $name {
+            ($d factory:expr) => {
+                $crate::__contract_suite! { $suite, $module, $d factory; $($case),* }
+            };
+        }
+    };
+}
+
 pub mod chained;
 pub mod checkpoints;
 pub mod connections;
@@ -30,7 +48,7 @@ pub use transcripts::TranscriptsUnderTest;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use tt_domain::event::EventLevel;
-use tt_domain::event::{EventScope, NewRunEvent, RunEventType};
+use tt_domain::event::{AgentRunEvent, EventScope, NewRunEvent, RunEventType};
 use tt_domain::event_payload::RunEventPayload;
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::invocation::{AgentInvocation, InvocationKind, InvocationStatus};
@@ -215,6 +233,20 @@ pub fn wp(raw: &str) -> WorkspacePath {
 /// The stable conversation all contract runs belong to (one workspace, so persist states chain).
 pub const CONTRACT_CHAT_ID: &str = "contract-chat";
 
+/// Event 1 (`evt_1`) of run `run_1`, journaled at 2026-01-01T00:00:00Z at info level, as a
+/// reader of the journal gets it.
+pub fn journaled_event(event_type: RunEventType, payload: Value) -> AgentRunEvent {
+    AgentRunEvent {
+        seq: 1,
+        id: EventId::from_raw("evt_1"),
+        run_id: RunId::from_raw("run_1"),
+        timestamp: Timestamp::parse_rfc3339("2026-01-01T00:00:00Z").unwrap(),
+        level: EventLevel::Info,
+        event_type,
+        payload,
+    }
+}
+
 /// Run number `n`: id `run_contract_NNNN`, created at `n` seconds.
 pub fn sample_run(n: u32) -> AgentRun {
     let id = RunId::from_raw(format!("run_contract_{n:04}"));
@@ -386,6 +418,15 @@ pub fn assert_code<T: std::fmt::Debug>(
     match result {
         Err(err) => assert_eq!(err.code(), code, "unexpected error {err:?}"),
         Ok(value) => panic!("expected error {code}, got Ok({value:?})"),
+    }
+}
+
+/// Asserts that `result` is `StorageError::AlreadyExists`.
+#[track_caller]
+pub fn assert_already_exists<T: std::fmt::Debug>(result: Result<T, StorageError>) {
+    match result {
+        Err(StorageError::AlreadyExists { .. }) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
     }
 }
 

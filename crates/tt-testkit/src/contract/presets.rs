@@ -10,16 +10,13 @@ use tt_ports::{PresetKey, PresetTemplateRepository};
 /// One preset template store under test.
 pub type PresetTemplatesUnderTest = super::RepositoryUnderTest<dyn PresetTemplateRepository>;
 
-/// Runs every `PresetTemplateRepository` contract case against `$factory`, an expression that
-/// yields a fresh [`PresetTemplatesUnderTest`] (it may `.await`).
-#[macro_export]
-macro_rules! preset_templates_contract_tests {
-    ($factory:expr) => {
-        $crate::__contract_suite! { preset_templates_contract, presets, $factory;
-            templates_read_back_per_api_and_name_and_are_replaced,
-            api_ids_and_names_that_are_no_storage_segment_are_refused,
-        }
-    };
+contract_suite_macro! {
+    /// Runs every `PresetTemplateRepository` contract case against `$factory`, an expression that
+    /// yields a fresh [`PresetTemplatesUnderTest`] (it may `.await`).
+    preset_templates_contract_tests => preset_templates_contract, presets {
+        templates_read_back_per_api_and_name_and_are_replaced,
+        api_ids_and_names_that_are_no_storage_segment_are_refused,
+    }
 }
 
 const CRITICS: &str = r#"{"schemaVersion": 1, "messages": [{"insert": "history"}]}"#;

@@ -3,9 +3,12 @@
 use serde_json::json;
 use tt_domain::ids::{InvocationId, RunId};
 use tt_domain::run::AgentRunStatus;
-use tt_ports::{RunDocument, RunListPage, SerializedDocument, StorageError};
+use tt_ports::{RunDocument, RunListPage, SerializedDocument};
 
-use super::{StorageUnderTest, assert_not_found, create_sample_run, manifest_for, sample_run, ts};
+use super::{
+    StorageUnderTest, assert_already_exists, assert_not_found, create_sample_run, manifest_for,
+    sample_run, ts,
+};
 
 pub async fn create_and_load_run(s: StorageUnderTest) {
     let run = sample_run(1);
@@ -29,10 +32,7 @@ pub async fn create_run_twice_is_already_exists(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     let mut again = run.clone();
     again.status = AgentRunStatus::Failed;
-    match s.runs.create_run(&again, &manifest_for(&again)).await {
-        Err(StorageError::AlreadyExists { .. }) => {}
-        other => panic!("expected AlreadyExists, got {other:?}"),
-    }
+    assert_already_exists(s.runs.create_run(&again, &manifest_for(&again)).await);
     assert_eq!(s.runs.load_run(&run.id).await.unwrap(), run);
 }
 

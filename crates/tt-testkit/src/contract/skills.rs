@@ -65,27 +65,24 @@ impl SkillsUnderTest {
     }
 }
 
-/// Expands to one `#[tokio::test]` per skills contract case, inside `mod skills_contract`.
-/// `$factory` is evaluated afresh for every case and yields a `SkillsUnderTest`.
-///
-/// ```ignore
-/// fn skills() -> SkillsUnderTest { /* a fresh store */ }
-/// tt_testkit::skills_contract_tests!(skills());
-/// ```
-#[macro_export]
-macro_rules! skills_contract_tests {
-    ($factory:expr) => {
-        $crate::__contract_suite! { skills_contract, skills, $factory;
-            empty_scopes_have_no_skills,
-            skills_list_sorted_with_summaries_and_files,
-            scopes_are_separate_and_host_names_are_mapped,
-            folders_without_skill_md_are_not_skills,
-            read_errors_have_their_kinds,
-            oversized_and_non_text_files,
-            file_lists_are_capped,
-            blank_scope_names_are_refused,
-        }
-    };
+contract_suite_macro! {
+    /// Expands to one `#[tokio::test]` per skills contract case, inside `mod skills_contract`.
+    /// `$factory` is evaluated afresh for every case and yields a `SkillsUnderTest`.
+    ///
+    /// ```ignore
+    /// fn skills() -> SkillsUnderTest { /* a fresh store */ }
+    /// tt_testkit::skills_contract_tests!(skills());
+    /// ```
+    skills_contract_tests => skills_contract, skills {
+        empty_scopes_have_no_skills,
+        skills_list_sorted_with_summaries_and_files,
+        scopes_are_separate_and_host_names_are_mapped,
+        folders_without_skill_md_are_not_skills,
+        read_errors_have_their_kinds,
+        oversized_and_non_text_files,
+        file_lists_are_capped,
+        blank_scope_names_are_refused,
+    }
 }
 
 fn sid(raw: &str) -> SkillId {

@@ -13,17 +13,14 @@ use super::assert_code;
 /// One transcript store under test.
 pub type TranscriptsUnderTest = super::RepositoryUnderTest<dyn TranscriptRepository>;
 
-/// Runs every `TranscriptRepository` contract case against `$factory`, an expression that
-/// yields a fresh [`TranscriptsUnderTest`] (it may `.await`).
-#[macro_export]
-macro_rules! transcripts_contract_tests {
-    ($factory:expr) => {
-        $crate::__contract_suite! { transcripts_contract, transcripts, $factory;
-            entries_read_back_in_order_per_workspace,
-            an_unknown_workspace_reads_empty,
-            workspace_ids_that_are_not_one_segment_are_refused,
-        }
-    };
+contract_suite_macro! {
+    /// Runs every `TranscriptRepository` contract case against `$factory`, an expression that
+    /// yields a fresh [`TranscriptsUnderTest`] (it may `.await`).
+    transcripts_contract_tests => transcripts_contract, transcripts {
+        entries_read_back_in_order_per_workspace,
+        an_unknown_workspace_reads_empty,
+        workspace_ids_that_are_not_one_segment_are_refused,
+    }
 }
 
 fn entry(message_id: &str, run_id: &str, mode: &str, content: &str) -> TranscriptEntry {

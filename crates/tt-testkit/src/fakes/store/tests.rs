@@ -1,11 +1,12 @@
 //! Unit tests of `InMemoryStore` beyond the shared storage contract suites.
 
 use serde_json::json;
+use tt_domain::error_codes;
 use tt_domain::event::{EventLevel, NewRunEvent, RunEventType};
 use tt_domain::ids::{EventId, InvocationId, ProfileId, RunId, TaskId};
 use tt_domain::profile::default_writer_definition;
 use tt_domain::run::AgentRunStatus;
-use tt_domain::task::{AgentTaskRecord, TaskContinuation, TaskStatus, TaskTransition};
+use tt_domain::task::{TaskStatus, TaskTransition};
 use tt_domain::time::Timestamp;
 use tt_domain::workspace::{
     CheckpointReason, EntryKind, PersistentChangeKind, WorkspacePath, WorkspaceRoot, WriteGuard,
@@ -16,7 +17,7 @@ use tt_ports::{
 };
 
 use super::{InMemoryStore, StoreOp};
-use crate::contract::{plain_run as run, store_with_run};
+use crate::contract::{assert_code, plain_run as run, store_with_run, task};
 
 fn ts(millis: i64) -> Timestamp {
     Timestamp::from_unix_millis(millis)
@@ -52,27 +53,6 @@ async fn journal_append(
     event: NewRunEvent,
 ) -> tt_ports::StorageResult<tt_domain::event::RecordedEvent> {
     RunJournal::append(store, event).await
-}
-
-fn task(run_id: &RunId, id: &str, created: i64) -> AgentTaskRecord {
-    AgentTaskRecord {
-        id: TaskId::from_raw(id),
-        run_id: run_id.clone(),
-        parent_invocation_id: InvocationId::root(),
-        child_invocation_id: InvocationId::from_raw(format!("inv_{id}")),
-        target_profile_id: ProfileId::parse("critic").unwrap(),
-        workspace_key: "critic".into(),
-        continuation: TaskContinuation::ReturnToParent,
-        status: TaskStatus::Queued,
-        task: tt_domain::brief::StoredBrief::task(json!({"objective": "x"})).into(),
-        budget: None,
-        created_by_tool_call_id: None,
-        result_ref: None,
-        error: None,
-        creation_seq: 0,
-        created_at: ts(created),
-        updated_at: ts(created),
-    }
 }
 
 #[tokio::test]
@@ -177,10 +157,10 @@ async fn journal_pages_follow_event_page_semantics() {
 async fn injected_journal_failures_fire_once_without_consuming_a_seq() {
     let (store, run_id) = store_with_run("run_a").await;
     store.fail_next_journal_append();
-    let err = journal_append(&store, event(&run_id, 1, json!({})))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.storage_io");
+    assert_code(
+        journal_append(&store, event(&run_id, 1, json!({}))).await,
+        error_codes::AGENT_STORAGE_IO,
+    );
     assert_eq!(
         journal_append(&store, event(&run_id, 2, json!({})))
             .await
@@ -240,21 +220,13 @@ async fn wait_for_event_wakes_on_append() {
 #[tokio::test]
 async fn tasks_are_ordered_and_first_terminal_write_wins() {
     let (store, run_id) = store_with_run("run_a").await;
-    store
-        .create_task(&task(&run_id, "task_b", 1))
-        .await
-        .unwrap();
-    store
-        .create_task(&task(&run_id, "task_a", 1))
-        .await
-        .unwrap();
-    store
-        .create_task(&task(&run_id, "task_0", 2))
-        .await
-        .unwrap();
+    let owner = run(run_id.as_str(), 0);
+    store.create_task(&task(&owner, "task_b", 1)).await.unwrap();
+    store.create_task(&task(&owner, "task_a", 1)).await.unwrap();
+    store.create_task(&task(&owner, "task_0", 2)).await.unwrap();
     assert!(matches!(
         store
-            .create_task(&task(&run_id, "task_a", 5))
+            .create_task(&task(&owner, "task_a", 5))
             .await
             .unwrap_err(),
         StorageError::AlreadyExists { .. }
@@ -311,11 +283,12 @@ async fn workspace_guards_and_append() {
         .await
         .unwrap();
     assert_eq!(first.previous_sha256, None);
-    let err = store
-        .write(&run_id, &path, "again", &WriteGuard::MustNotExist)
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "workspace.write_stale_file");
+    assert_code(
+        store
+            .write(&run_id, &path, "again", &WriteGuard::MustNotExist)
+            .await,
+        error_codes::WORKSPACE_WRITE_STALE_FILE,
+    );
     let err = store
         .write(
             &run_id,
@@ -326,16 +299,17 @@ async fn workspace_guards_and_append() {
         .await
         .unwrap_err();
     assert!(matches!(err, StorageError::GuardShaMismatch { .. }));
-    let err = store
-        .write(
-            &run_id,
-            &p("output/none.md"),
-            "x",
-            &WriteGuard::MustMatchSha256("a".into()),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "workspace.file_not_found");
+    assert_code(
+        store
+            .write(
+                &run_id,
+                &p("output/none.md"),
+                "x",
+                &WriteGuard::MustMatchSha256("a".into()),
+            )
+            .await,
+        error_codes::WORKSPACE_FILE_NOT_FOUND,
+    );
     let second = store
         .write(
             &run_id,
@@ -559,11 +533,12 @@ async fn persist_projection_and_promotion() {
         [("persist/notes.md", "n1"), ("keep.md", "k")],
     );
 
-    let err = store
-        .init_persist_projection(&run_id, Some("run_missing"))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_state_root_missing");
+    assert_code(
+        store
+            .init_persist_projection(&run_id, Some("run_missing"))
+            .await,
+        error_codes::AGENT_PERSISTENT_STATE_ROOT_MISSING,
+    );
 
     let snapshot = store
         .init_persist_projection(&run_id, Some("run_base"))
@@ -611,11 +586,10 @@ async fn persist_projection_and_promotion() {
     let state = store.persistent_state(&workspace_id, "run_a").unwrap();
     assert_eq!(state.files.len(), 3);
 
-    let err = store
-        .promote_persist(&run_id, &snapshot, ts(10))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_state_exists");
+    assert_code(
+        store.promote_persist(&run_id, &snapshot, ts(10)).await,
+        error_codes::AGENT_PERSISTENT_STATE_EXISTS,
+    );
 }
 
 #[tokio::test]
@@ -629,11 +603,10 @@ async fn persist_deletes_are_unsupported() {
         sha256: "x".into(),
         bytes: 1,
     });
-    let err = store
-        .promote_persist(&run_id, &snapshot, ts(1))
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "agent.persistent_delete_unsupported");
+    assert_code(
+        store.promote_persist(&run_id, &snapshot, ts(1)).await,
+        error_codes::AGENT_PERSISTENT_DELETE_UNSUPPORTED,
+    );
 }
 
 #[tokio::test]
