@@ -281,11 +281,10 @@ export interface ModelUsage {
   cacheWriteTokens?: number
 }
 
-/** One agent's share of `RunUsage`. */
-export interface InvocationUsage {
-  invocationId: string
+/** The figures every usage view adds up. */
+export interface UsageFigures {
   modelCalls: number
-  failedModelCalls: number
+  toolCalls: number
   inputTokens: number
   outputTokens: number
   cachedInputTokens: number
@@ -293,7 +292,12 @@ export interface InvocationUsage {
   /** US dollars for the priced calls; `null` when none had a price. */
   costUsd: number | null
   unpricedModelCalls: number
-  toolCalls: number
+}
+
+/** One agent's share of `RunUsage`. */
+export interface InvocationUsage extends UsageFigures {
+  invocationId: string
+  failedModelCalls: number
   wallTimeMs: number
   /** The agent that delegated it (absent for the root). */
   parentInvocationId?: string
@@ -302,15 +306,7 @@ export interface InvocationUsage {
 }
 
 /** Summed figures of a sub-tree of agents. */
-export interface UsageTotals {
-  modelCalls: number
-  toolCalls: number
-  inputTokens: number
-  outputTokens: number
-  cachedInputTokens: number
-  cacheWriteTokens: number
-  costUsd: number | null
-  unpricedModelCalls: number
+export interface UsageTotals extends UsageFigures {
   /** From the first start to the last end of any agent in it. */
   wallTimeMs: number
   /** Every agent's wall time, added up. */
@@ -318,18 +314,10 @@ export interface UsageTotals {
 }
 
 /** What a branch's source had paid up to the fork point (docs/branching.md). */
-export interface InheritedUsage {
+export interface InheritedUsage extends UsageFigures {
   runId: string
   seq: number
-  modelCalls: number
   failedModelCalls: number
-  inputTokens: number
-  outputTokens: number
-  cachedInputTokens: number
-  cacheWriteTokens: number
-  costUsd: number | null
-  unpricedModelCalls: number
-  toolCalls: number
 }
 
 /** `read_agent_usage`: what a run used (a branch: what it paid itself; `inherited` apart). */

@@ -17,9 +17,11 @@ use serde_json::{Value, json};
 
 use crate::support::PLUGIN_DIR;
 
-/// Each exported interface's fields: name -> optional (`?`).
+/// Each exported interface's fields, those of the interface it `extends` included: name ->
+/// optional (`?`).
 fn interfaces() -> BTreeMap<String, BTreeMap<String, bool>> {
     let mut found = BTreeMap::new();
+    let mut extended: Vec<(String, String)> = Vec::new();
     for file in ["types.ts", "commands.ts"] {
         let text =
             std::fs::read_to_string(Path::new(PLUGIN_DIR).join("guest-js").join(file)).unwrap();
@@ -30,6 +32,10 @@ fn interfaces() -> BTreeMap<String, BTreeMap<String, bool>> {
             if current.is_none() {
                 if let Some(rest) = trimmed.strip_prefix("export interface ") {
                     let name = rest.split([' ', '{', '<']).next().unwrap().to_owned();
+                    if let Some((_, base)) = rest.split_once(" extends ") {
+                        let base = base.split([' ', '{', '<']).next().unwrap().to_owned();
+                        extended.push((name.clone(), base));
+                    }
                     current = Some((name, BTreeMap::new()));
                     depth = 1;
                 }
@@ -57,6 +63,13 @@ fn interfaces() -> BTreeMap<String, BTreeMap<String, bool>> {
                 found.insert(name, fields);
             }
         }
+    }
+    for (name, base) in extended {
+        let inherited = found
+            .get(&base)
+            .unwrap_or_else(|| panic!("`{name}` extends `{base}`, which guest-js does not export"))
+            .clone();
+        found.get_mut(&name).unwrap().extend(inherited);
     }
     found
 }
