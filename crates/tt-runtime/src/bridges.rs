@@ -218,13 +218,12 @@ impl HostApiCommitBridge {
             Some(error) => Err(HostBridgeError::Rejected(error)),
             None => Ok(()),
         };
-        if let Some(entry) = entry {
-            entry.reply.send(answer).map_err(|_| ResolveCommitError {
+        send_answer(entry.map(|entry| entry.reply), answer, || {
+            ResolveCommitError {
                 code: error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED,
                 message: format!("metadata update {update_id} is no longer awaited"),
-            })?;
-        }
-        Ok(())
+            }
+        })
     }
 }
 
@@ -256,13 +255,25 @@ fn resolve_pending(
             Some(_) => pending.commits.remove(commit_id),
         }
     };
-    if let Some(entry) = entry {
-        entry.reply.send(answer).map_err(|_| ResolveCommitError {
+    send_answer(entry.map(|entry| entry.reply), answer, || {
+        ResolveCommitError {
             code: error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED,
             message: format!("commit {commit_id} is no longer awaited"),
-        })?;
+        }
+    })
+}
+
+/// Hands a host's answer to the agent waiting on `reply` (none: nothing waits); `closed` is the
+/// error when the agent no longer waits.
+fn send_answer<T>(
+    reply: Option<oneshot::Sender<T>>,
+    answer: T,
+    closed: impl FnOnce() -> ResolveCommitError,
+) -> Result<(), ResolveCommitError> {
+    match reply {
+        Some(reply) => reply.send(answer).map_err(|_| closed()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn not_pending(commit_id: &CommitId) -> ResolveCommitError {
@@ -344,14 +355,11 @@ impl HostCommitBridge for HostApiCommitBridge {
             commit_id,
             handler_task,
         };
-        Ok(Box::pin(async move {
-            let _withdraw = withdraw;
-            answer.await.unwrap_or_else(|_| {
-                Err(HostBridgeError::Unavailable(
-                    error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED.to_string(),
-                ))
-            })
-        }))
+        Ok(awaited(
+            answer,
+            withdraw,
+            error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED,
+        ))
     }
 
     async fn request_metadata_update(
@@ -389,15 +397,27 @@ impl HostCommitBridge for HostApiCommitBridge {
             pending: Arc::clone(&self.metadata),
             update_id,
         };
-        Ok(Box::pin(async move {
-            let _withdraw = withdraw;
-            answer.await.unwrap_or_else(|_| {
-                Err(HostBridgeError::Unavailable(
-                    error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED.to_string(),
-                ))
-            })
-        }))
+        Ok(awaited(
+            answer,
+            withdraw,
+            error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED,
+        ))
     }
+}
+
+/// The host's answer as the agent waits for it: `closed` when nothing can answer any more;
+/// `withdraw`, dropped with the wait, takes the request back from the pending ones.
+fn awaited<T: Send + 'static>(
+    answer: oneshot::Receiver<Result<T, HostBridgeError>>,
+    withdraw: impl Send + 'static,
+    closed: error_codes::Code,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, HostBridgeError>> + Send>> {
+    Box::pin(async move {
+        let _withdraw = withdraw;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(HostBridgeError::Unavailable(closed.to_string())))
+    })
 }
 
 /// Records every commit as an entry of the workspace's transcript, in the store's transcript
