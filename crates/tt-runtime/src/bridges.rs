@@ -83,10 +83,7 @@ struct WithdrawMetadata {
 
 impl Drop for WithdrawMetadata {
     fn drop(&mut self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.update_id);
+        lock(&self.pending).remove(&self.update_id);
     }
 }
 
@@ -116,8 +113,9 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, PendingState> {
-    pending
+/// The map behind `mutex`, also after a holder panicked (each change of a map is whole).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -172,10 +170,7 @@ impl HostApiCommitBridge {
         &self,
         run_id: &RunId,
     ) -> Vec<PersistentStateMetadataUpdate> {
-        let pending = self
-            .metadata
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pending = lock(&self.metadata);
         let mut updates: Vec<PersistentStateMetadataUpdate> = pending
             .values()
             .filter(|entry| &entry.run_id == run_id)
@@ -194,10 +189,7 @@ impl HostApiCommitBridge {
         error: Option<String>,
     ) -> Result<(), ResolveCommitError> {
         let entry = {
-            let mut pending = self
-                .metadata
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = lock(&self.metadata);
             match pending.get(update_id) {
                 None => {
                     return Err(ResolveCommitError {
@@ -374,10 +366,7 @@ impl HostCommitBridge for HostApiCommitBridge {
         let (reply, answer) = oneshot::channel();
         let update_id = request.update_id.clone();
         {
-            let mut pending = self
-                .metadata
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = lock(&self.metadata);
             if pending.contains_key(&update_id) {
                 return Err(HostBridgeError::Unavailable(format!(
                     "{}: {update_id}",
