@@ -44,7 +44,6 @@ pub struct SubscribeRunEventsRequest {
     #[serde(default)]
     pub after_seq: u64,
     /// Only the events of this agent (its invocation id).
-    #[serde(default)]
     pub invocation_id: Option<String>,
     /// Keep following past an end a resume may undo (`EventSubscription::through_resumes`).
     #[serde(default)]

@@ -217,7 +217,6 @@ async fn pending_commits(State(state): State<AppState>, path: PathParams) -> Api
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct MetadataAnswerBody {
-    #[serde(default)]
     error: Option<String>,
 }
 
@@ -372,7 +371,6 @@ async fn check_run(State(state): State<AppState>, path: PathParams) -> ApiResult
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct FileQuery {
     path: String,
-    #[serde(default)]
     token: Option<String>,
 }
 
@@ -400,7 +398,6 @@ async fn read_file(
 struct RecordQuery {
     #[serde(rename = "ref")]
     reference: String,
-    #[serde(default)]
     token: Option<String>,
 }
 
@@ -473,9 +470,7 @@ async fn answer_spend_limit(
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CommitAnswerBody {
-    #[serde(default)]
     message_id: Option<String>,
-    #[serde(default)]
     error: Option<String>,
 }
 
@@ -514,17 +509,11 @@ async fn read_prompt_assembly(
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PromptAnswerBody {
-    #[serde(default)]
     prompt_snapshot: Option<serde_json::Value>,
-    #[serde(default)]
     frozen_run_input_snapshot: Option<serde_json::Value>,
-    #[serde(default)]
     generation_intent: Option<serde_json::Value>,
-    #[serde(default)]
     assembly: Option<serde_json::Value>,
-    #[serde(default)]
     settings: Option<tt_runtime::AssembledSettings>,
-    #[serde(default)]
     error: Option<String>,
 }
 
@@ -566,7 +555,6 @@ async fn transcript(State(state): State<AppState>, path: PathParams) -> ApiResul
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PersistQuery {
     chat: String,
-    #[serde(default)]
     token: Option<String>,
 }
 

@@ -27,14 +27,10 @@ pub const MAX_EVENT_PAGE_LIMIT: usize = 500;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventPage {
-    #[serde(default)]
     pub after_seq: Option<u64>,
-    #[serde(default)]
     pub before_seq: Option<u64>,
     /// Clamped to `1..=500`; `None` means 100.
-    #[serde(default)]
     pub limit: Option<usize>,
-    #[serde(default)]
     pub invocation_id: Option<String>,
 }
 

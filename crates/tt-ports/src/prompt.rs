@@ -78,10 +78,8 @@ pub struct PromptAssemblyAnswer {
     pub assembly: Value,
     /// The conversation the host actually assembled from, when it differs from the request's
     /// frozen snapshot (kept in `prompt_assembly.json`).
-    #[serde(default)]
     pub frozen_run_input_snapshot: Option<Value>,
     /// The host's generation intent for this prompt (kept in `prompt_assembly.json`).
-    #[serde(default)]
     pub generation_intent: Option<Value>,
     /// The preset's settings for this prompt (kept in `prompt_assembly.json`): its
     /// `generation` goes over the profile's and under the run request's.

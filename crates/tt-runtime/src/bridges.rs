@@ -83,10 +83,7 @@ struct WithdrawMetadata {
 
 impl Drop for WithdrawMetadata {
     fn drop(&mut self) {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.update_id);
+        lock(&self.pending).remove(&self.update_id);
     }
 }
 
@@ -116,8 +113,9 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-fn lock(pending: &PendingMap) -> std::sync::MutexGuard<'_, PendingState> {
-    pending
+/// The map behind `mutex`, also after a holder panicked (each change of a map is whole).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -172,10 +170,7 @@ impl HostApiCommitBridge {
         &self,
         run_id: &RunId,
     ) -> Vec<PersistentStateMetadataUpdate> {
-        let pending = self
-            .metadata
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pending = lock(&self.metadata);
         let mut updates: Vec<PersistentStateMetadataUpdate> = pending
             .values()
             .filter(|entry| &entry.run_id == run_id)
@@ -194,10 +189,7 @@ impl HostApiCommitBridge {
         error: Option<String>,
     ) -> Result<(), ResolveCommitError> {
         let entry = {
-            let mut pending = self
-                .metadata
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = lock(&self.metadata);
             match pending.get(update_id) {
                 None => {
                     return Err(ResolveCommitError {
@@ -218,13 +210,12 @@ impl HostApiCommitBridge {
             Some(error) => Err(HostBridgeError::Rejected(error)),
             None => Ok(()),
         };
-        if let Some(entry) = entry {
-            entry.reply.send(answer).map_err(|_| ResolveCommitError {
+        send_answer(entry.map(|entry| entry.reply), answer, || {
+            ResolveCommitError {
                 code: error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED,
                 message: format!("metadata update {update_id} is no longer awaited"),
-            })?;
-        }
-        Ok(())
+            }
+        })
     }
 }
 
@@ -256,13 +247,25 @@ fn resolve_pending(
             Some(_) => pending.commits.remove(commit_id),
         }
     };
-    if let Some(entry) = entry {
-        entry.reply.send(answer).map_err(|_| ResolveCommitError {
+    send_answer(entry.map(|entry| entry.reply), answer, || {
+        ResolveCommitError {
             code: error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED,
             message: format!("commit {commit_id} is no longer awaited"),
-        })?;
+        }
+    })
+}
+
+/// Hands a host's answer to the agent waiting on `reply` (none: nothing waits); `closed` is the
+/// error when the agent no longer waits.
+fn send_answer<T>(
+    reply: Option<oneshot::Sender<T>>,
+    answer: T,
+    closed: impl FnOnce() -> ResolveCommitError,
+) -> Result<(), ResolveCommitError> {
+    match reply {
+        Some(reply) => reply.send(answer).map_err(|_| closed()),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn not_pending(commit_id: &CommitId) -> ResolveCommitError {
@@ -344,14 +347,11 @@ impl HostCommitBridge for HostApiCommitBridge {
             commit_id,
             handler_task,
         };
-        Ok(Box::pin(async move {
-            let _withdraw = withdraw;
-            answer.await.unwrap_or_else(|_| {
-                Err(HostBridgeError::Unavailable(
-                    error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED.to_string(),
-                ))
-            })
-        }))
+        Ok(awaited(
+            answer,
+            withdraw,
+            error_codes::AGENT_CHAT_COMMIT_CHANNEL_CLOSED,
+        ))
     }
 
     async fn request_metadata_update(
@@ -366,10 +366,7 @@ impl HostCommitBridge for HostApiCommitBridge {
         let (reply, answer) = oneshot::channel();
         let update_id = request.update_id.clone();
         {
-            let mut pending = self
-                .metadata
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = lock(&self.metadata);
             if pending.contains_key(&update_id) {
                 return Err(HostBridgeError::Unavailable(format!(
                     "{}: {update_id}",
@@ -389,15 +386,27 @@ impl HostCommitBridge for HostApiCommitBridge {
             pending: Arc::clone(&self.metadata),
             update_id,
         };
-        Ok(Box::pin(async move {
-            let _withdraw = withdraw;
-            answer.await.unwrap_or_else(|_| {
-                Err(HostBridgeError::Unavailable(
-                    error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED.to_string(),
-                ))
-            })
-        }))
+        Ok(awaited(
+            answer,
+            withdraw,
+            error_codes::AGENT_PERSISTENT_STATE_METADATA_UPDATE_CHANNEL_CLOSED,
+        ))
     }
+}
+
+/// The host's answer as the agent waits for it: `closed` when nothing can answer any more;
+/// `withdraw`, dropped with the wait, takes the request back from the pending ones.
+fn awaited<T: Send + 'static>(
+    answer: oneshot::Receiver<Result<T, HostBridgeError>>,
+    withdraw: impl Send + 'static,
+    closed: error_codes::Code,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, HostBridgeError>> + Send>> {
+    Box::pin(async move {
+        let _withdraw = withdraw;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(HostBridgeError::Unavailable(closed.to_string())))
+    })
 }
 
 /// Records every commit as an entry of the workspace's transcript, in the store's transcript

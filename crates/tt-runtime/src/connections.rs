@@ -339,24 +339,54 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
     }
 }
 
+/// A `ModelProvider` impl for a decorator of the provider in `self.$inner`: the methods it
+/// does not change forward to that provider, the ones it does are given after it.
+macro_rules! decorated_provider {
+    ($decorator:ty, $inner:tt, { $($own:tt)* }) => {
+        #[async_trait]
+        impl ModelProvider for $decorator {
+            fn name(&self) -> &str {
+                self.$inner.name()
+            }
+
+            async fn complete(
+                &self,
+                request: AgentModelRequest,
+                cancel: CancellationToken,
+            ) -> Result<AgentModelResponse, ModelError> {
+                self.$inner.complete(request, cancel).await
+            }
+
+            async fn close_session(&self, session_id: &str) {
+                self.$inner.close_session(session_id).await;
+            }
+
+            fn provider_format(&self) -> &str {
+                self.$inner.provider_format()
+            }
+
+            fn transport(&self) -> &str {
+                self.$inner.transport()
+            }
+
+            fn check_settings(
+                &self,
+                settings: &GenerationSettings,
+                max_output_tokens: Option<u32>,
+            ) -> Result<Vec<DroppedSetting>, ModelError> {
+                self.$inner.check_settings(settings, max_output_tokens)
+            }
+
+            $($own)*
+        }
+    };
+}
+
 /// Makes `stream` send a non-streamed request (the runtime always calls `stream`; a connection
 /// with streaming off must not open an event stream).
 struct WholeResponses(Arc<dyn ModelProvider>);
 
-#[async_trait]
-impl ModelProvider for WholeResponses {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.0.complete(request, cancel).await
-    }
-
+decorated_provider!(WholeResponses, 0, {
     async fn stream(
         &self,
         request: AgentModelRequest,
@@ -364,18 +394,6 @@ impl ModelProvider for WholeResponses {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.0.complete(request, cancel).await
-    }
-
-    async fn close_session(&self, session_id: &str) {
-        self.0.close_session(session_id).await;
-    }
-
-    fn provider_format(&self) -> &str {
-        self.0.provider_format()
-    }
-
-    fn transport(&self) -> &str {
-        self.0.transport()
     }
 
     async fn context_window(
@@ -389,15 +407,7 @@ impl ModelProvider for WholeResponses {
     async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
         self.0.remember_context_window(model_id, window).await;
     }
-
-    fn check_settings(
-        &self,
-        settings: &GenerationSettings,
-        max_output_tokens: Option<u32>,
-    ) -> Result<Vec<DroppedSetting>, ModelError> {
-        self.0.check_settings(settings, max_output_tokens)
-    }
-}
+});
 
 /// The provider of one connection with the windows its server stated, asked once per model and
 /// shared by every agent of the runtime (docs/providers.md, "The window"). An answer is kept,
@@ -418,20 +428,7 @@ impl LearnedWindows {
     }
 }
 
-#[async_trait]
-impl ModelProvider for LearnedWindows {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.inner.complete(request, cancel).await
-    }
-
+decorated_provider!(LearnedWindows, inner, {
     async fn stream(
         &self,
         request: AgentModelRequest,
@@ -439,18 +436,6 @@ impl ModelProvider for LearnedWindows {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.inner.stream(request, sink, cancel).await
-    }
-
-    async fn close_session(&self, session_id: &str) {
-        self.inner.close_session(session_id).await;
-    }
-
-    fn provider_format(&self) -> &str {
-        self.inner.provider_format()
-    }
-
-    fn transport(&self) -> &str {
-        self.inner.transport()
     }
 
     async fn context_window(
@@ -476,15 +461,7 @@ impl ModelProvider for LearnedWindows {
         self.learned.lock().await.insert(key, Some(window.clone()));
         self.inner.remember_context_window(model_id, window).await;
     }
-
-    fn check_settings(
-        &self,
-        settings: &GenerationSettings,
-        max_output_tokens: Option<u32>,
-    ) -> Result<Vec<DroppedSetting>, ModelError> {
-        self.inner.check_settings(settings, max_output_tokens)
-    }
-}
+});
 
 #[cfg(test)]
 mod tests {

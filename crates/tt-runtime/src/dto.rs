@@ -50,13 +50,9 @@ pub type HostResult<T> = Result<T, HostError>;
 #[serde(rename_all = "camelCase")]
 pub struct ReadEventsRequest {
     pub run_id: String,
-    #[serde(default)]
     pub after_seq: Option<u64>,
-    #[serde(default)]
     pub before_seq: Option<u64>,
-    #[serde(default)]
     pub limit: Option<usize>,
-    #[serde(default)]
     pub invocation_id: Option<String>,
     #[serde(default)]
     pub include_timeline_projection: bool,
@@ -101,9 +97,7 @@ pub(crate) fn missing_seqs(after: Option<u64>, events: &[AgentRunEvent]) -> Vec<
 pub struct ResolveChatCommitRequest {
     pub run_id: String,
     pub commit_id: String,
-    #[serde(default)]
     pub message_id: Option<String>,
-    #[serde(default)]
     pub error: Option<String>,
 }
 
@@ -114,7 +108,6 @@ pub struct ResolveChatCommitRequest {
 pub struct ResolvePersistentStateMetadataUpdateRequest {
     pub run_id: String,
     pub update_id: String,
-    #[serde(default)]
     pub error: Option<String>,
 }
 
@@ -187,17 +180,11 @@ pub struct ReadPromptAssemblyRequest {
 pub struct ResolvePromptAssemblyRequest {
     pub run_id: String,
     pub assembly_id: String,
-    #[serde(default)]
     pub prompt_snapshot: Option<serde_json::Value>,
-    #[serde(default)]
     pub frozen_run_input_snapshot: Option<serde_json::Value>,
-    #[serde(default)]
     pub generation_intent: Option<serde_json::Value>,
-    #[serde(default)]
     pub assembly: Option<serde_json::Value>,
     /// The preset's settings for this prompt: `{"generation": {"temperature": 0.7, …}}`.
-    #[serde(default)]
     pub settings: Option<tt_ports::AssembledSettings>,
-    #[serde(default)]
     pub error: Option<String>,
 }

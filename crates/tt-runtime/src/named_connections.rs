@@ -40,25 +40,19 @@ pub(crate) struct NamedConnections {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct ConnectionFile {
     pub connection: String,
-    #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub stream: bool,
-    #[serde(default)]
     pub timeout_secs: Option<u64>,
     /// The longest wait for a response's headers.
-    #[serde(default)]
     pub header_timeout_secs: Option<u64>,
     /// The deadline of one model call, attempts included, under a profile's own.
-    #[serde(default)]
     pub call_deadline_secs: Option<u64>,
     /// Default generation settings of the connection's requests (validated when read).
     #[serde(default)]
     pub generation: GenerationSettings,
     /// The context window of the connection's models (at least 256 tokens).
-    #[serde(default)]
     pub context_window_tokens: Option<u64>,
     /// US dollars per million tokens by model id (`"*"`: any model of the connection).
     #[serde(default)]

@@ -116,7 +116,6 @@ impl AgentRuntime {
 pub struct RegisterHostToolRequest {
     /// `chat.search`: lowercase words of `a-z0-9_` joined by dots; profiles list `host/<name>`.
     pub name: String,
-    #[serde(default)]
     pub title: Option<String>,
     /// What the agent reads of the tool, from its point of view.
     pub description: String,
@@ -128,10 +127,8 @@ pub struct RegisterHostToolRequest {
     pub idempotent: bool,
     #[serde(default)]
     pub ask_first: bool,
-    #[serde(default)]
     pub max_inline_result_bytes: Option<u64>,
     /// How long a call waits for the answer (5 minutes when absent).
-    #[serde(default)]
     pub answer_timeout_ms: Option<u64>,
 }
 

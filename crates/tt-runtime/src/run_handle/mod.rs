@@ -48,7 +48,6 @@ pub struct RunHandle<'r> {
 #[serde(rename_all = "camelCase")]
 pub struct TypedRunEvent {
     pub event: AgentRunEvent,
-    #[serde(default)]
     pub payload: Option<RunEventPayload>,
 }
 

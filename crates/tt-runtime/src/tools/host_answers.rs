@@ -48,12 +48,9 @@ pub struct AnswerHostToolCallRequest {
     pub run_id: String,
     pub call_key: String,
     /// The text the agent reads. Absent with `structured`: the agent reads it as JSON.
-    #[serde(default)]
     pub text: Option<String>,
-    #[serde(default)]
     pub structured: Option<Value>,
     /// The call failed: the agent reads `message`; `code` is the host's own.
-    #[serde(default)]
     pub error: Option<HostToolFailure>,
 }
 
