@@ -281,10 +281,9 @@ export interface ModelUsage {
   cacheWriteTokens?: number
 }
 
-/** The figures every usage view adds up. */
-export interface UsageFigures {
+/** What model calls spent: every usage view adds these up. */
+export interface ModelSpend {
   modelCalls: number
-  toolCalls: number
   inputTokens: number
   outputTokens: number
   cachedInputTokens: number
@@ -292,6 +291,11 @@ export interface UsageFigures {
   /** US dollars for the priced calls; `null` when none had a price. */
   costUsd: number | null
   unpricedModelCalls: number
+}
+
+/** The figures of a part of a run: its model calls' spend and its tool calls. */
+export interface UsageFigures extends ModelSpend {
+  toolCalls: number
 }
 
 /** One agent's share of `RunUsage`. */
@@ -321,15 +325,8 @@ export interface InheritedUsage extends UsageFigures {
 }
 
 /** `read_agent_usage`: what a run used (a branch: what it paid itself; `inherited` apart). */
-export interface RunUsage {
-  modelCalls: number
+export interface RunUsage extends ModelSpend {
   failedModelCalls: number
-  inputTokens: number
-  outputTokens: number
-  cachedInputTokens: number
-  cacheWriteTokens: number
-  costUsd: number | null
-  unpricedModelCalls: number
   byInvocation: InvocationUsage[]
   inherited?: InheritedUsage
 }

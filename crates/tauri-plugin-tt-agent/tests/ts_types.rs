@@ -64,6 +64,7 @@ fn interfaces() -> BTreeMap<String, BTreeMap<String, bool>> {
             }
         }
     }
+    // In declaration order, so a base that extends another has its fields by then.
     for (name, base) in extended {
         let inherited = found
             .get(&base)
