@@ -333,14 +333,36 @@ pub(crate) fn summarize(version: &str, samples: &[FanoutSample]) -> Result<Strin
     ))
 }
 
+/// Runs the fan-out `RUNS_PER_SIZE` times per size, each in a fresh data dir of one sitting
+/// directory removed after the last run. Removing a run's dir before the next run would charge
+/// the next one for it: on ext4 a file created soon after thousands were deleted pays for a
+/// scan of the recently freed inodes, about half of a run's CPU (docs/benchmarks.md).
 fn fanout(binary: &Path, version: &str, children: &[u32], store: Option<&str>) -> Result<()> {
+    let sitting = std::env::temp_dir().join(format!("tt-bench-fanout-{}", std::process::id()));
+    let measured = fanout_sitting(binary, version, children, store, &sitting);
+    let removed = match std::fs::remove_dir_all(&sitting) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
+    measured?;
+    removed.with_context(|| format!("removing {}", sitting.display()))
+}
+
+fn fanout_sitting(
+    binary: &Path,
+    version: &str,
+    children: &[u32],
+    store: Option<&str>,
+    sitting: &Path,
+) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{CSV_HEADER}")?;
     out.flush()?;
     for &n in children {
         let mut samples = Vec::with_capacity(RUNS_PER_SIZE);
         for attempt in 1..=RUNS_PER_SIZE {
-            let sample = fanout_once(binary, n, store)
+            let data_dir = sitting.join(format!("n{n}-run{attempt}"));
+            let sample = fanout_once(binary, n, store, &data_dir)
                 .with_context(|| format!("fanout N={n}, run {attempt}/{RUNS_PER_SIZE}"))?;
             eprintln!(
                 "bench fanout: N={n} run {attempt}/{RUNS_PER_SIZE}: wall {:.4} s, cpu {:.3} s, peak rss {:.1} MiB",
@@ -354,9 +376,16 @@ fn fanout(binary: &Path, version: &str, children: &[u32], store: Option<&str>) -
     Ok(())
 }
 
-fn fanout_once(binary: &Path, n: u32, store: Option<&str>) -> Result<FanoutSample> {
+/// One `tt-bench fanout` process over the fresh `data_dir` (it creates it).
+fn fanout_once(
+    binary: &Path,
+    n: u32,
+    store: Option<&str>,
+    data_dir: &Path,
+) -> Result<FanoutSample> {
     let mut command = Command::new(binary);
-    command.args(["fanout", "--children", &n.to_string()]);
+    command.args(["fanout", "--children", &n.to_string(), "--data-dir"]);
+    command.arg(data_dir);
     if let Some(url) = store {
         command.args(["--store", url]);
     }
