@@ -47,23 +47,6 @@ impl AnthropicProvider {
 
     tt_provider_http::provider_accessors!(AnthropicConfig);
 
-    fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        let model = self.config.model_for(request)?;
-        let thinking = thinking_budget(&request.generation, self.config.thinking_budget_tokens);
-        let body = request_body(
-            request,
-            BodyOptions {
-                model,
-                stream,
-                max_tokens: self.max_tokens(request, thinking),
-                thinking_budget_tokens: thinking,
-                prompt_caching: self.config.prompt_caching,
-                unsupported_settings: self.config.unsupported_settings,
-            },
-        )?;
-        encode_body(&body)
-    }
-
     /// The connection's `max_tokens`, lowered to the request's own limit when that is lower
     /// and still above the thinking budget (the API refuses a budget at or over `max_tokens`).
     /// What of `settings` this connection leaves out (`ModelProvider::check_settings`), with
@@ -114,7 +97,20 @@ impl WireFormat for AnthropicProvider {
         request: &AgentModelRequest,
         stream: bool,
     ) -> Result<Vec<u8>, ModelError> {
-        self.body(request, stream)
+        let model = self.config.model_for(request)?;
+        let thinking = thinking_budget(&request.generation, self.config.thinking_budget_tokens);
+        let body = request_body(
+            request,
+            BodyOptions {
+                model,
+                stream,
+                max_tokens: self.max_tokens(request, thinking),
+                thinking_budget_tokens: thinking,
+                prompt_caching: self.config.prompt_caching,
+                unsupported_settings: self.config.unsupported_settings,
+            },
+        )?;
+        encode_body(&body)
     }
 
     fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {

@@ -1,6 +1,5 @@
 //! Recording: forward each call to the real provider and append what happened to the cassette.
 
-use async_trait::async_trait;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -110,12 +109,11 @@ impl ModelDeltaSink for TeeSink {
     }
 }
 
-#[async_trait]
-impl ModelProvider for RecordingProvider {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
+// The window is not asked through a recording: a replay, offline, could not learn it again
+// (replay with the window the recording ran with, `--context-window`).
+tt_ports::decorated_model_provider!(RecordingProvider, inner, forward [
+    name, close_session, provider_format, transport, check_settings,
+], {
     async fn complete(
         &self,
         request: AgentModelRequest,
@@ -148,19 +146,4 @@ impl ModelProvider for RecordingProvider {
         self.record(&request, deltas, &result)?;
         result
     }
-
-    async fn close_session(&self, session_id: &str) {
-        self.inner.close_session(session_id).await;
-    }
-
-    // The window is not asked through a recording: a replay, offline, could not learn it
-    // again (replay with the window the recording ran with, `--context-window`).
-
-    fn check_settings(
-        &self,
-        settings: &tt_domain::generation::GenerationSettings,
-        max_output_tokens: Option<u32>,
-    ) -> Result<Vec<tt_ports::DroppedSetting>, ModelError> {
-        self.inner.check_settings(settings, max_output_tokens)
-    }
-}
+});

@@ -36,27 +36,6 @@ impl OpenAiProvider {
     pub(crate) fn http(&self) -> &HttpEndpoint {
         &self.http
     }
-
-    fn body(&self, request: &AgentModelRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        let model = self.config.model_for(request)?;
-        let body = request_body(
-            request,
-            BodyOptions {
-                model,
-                stream,
-                max_tokens: [request.max_output_tokens, self.config.max_tokens]
-                    .into_iter()
-                    .flatten()
-                    .min()
-                    .unwrap_or(crate::config::DEFAULT_MAX_TOKENS),
-                token_limit_field: self.config.token_limit_field,
-                replay_reasoning_content: self.config.replay_reasoning_content,
-                dialect: self.config.dialect,
-                unsupported_settings: self.config.unsupported_settings,
-            },
-        )?;
-        encode_body(&body)
-    }
 }
 
 impl OpenAiProvider {
@@ -83,7 +62,24 @@ impl WireFormat for OpenAiProvider {
         request: &AgentModelRequest,
         stream: bool,
     ) -> Result<Vec<u8>, ModelError> {
-        self.body(request, stream)
+        let model = self.config.model_for(request)?;
+        let body = request_body(
+            request,
+            BodyOptions {
+                model,
+                stream,
+                max_tokens: [request.max_output_tokens, self.config.max_tokens]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(crate::config::DEFAULT_MAX_TOKENS),
+                token_limit_field: self.config.token_limit_field,
+                replay_reasoning_content: self.config.replay_reasoning_content,
+                dialect: self.config.dialect,
+                unsupported_settings: self.config.unsupported_settings,
+            },
+        )?;
+        encode_body(&body)
     }
 
     fn decode_body(body: &[u8]) -> Result<AgentModelResponse, ModelError> {

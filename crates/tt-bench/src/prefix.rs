@@ -24,13 +24,12 @@
 //! shortened to fit a small window. `tt-bench prefix` exits nonzero when they are not met.
 
 use anyhow::{Context, Result, anyhow, ensure};
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tt_domain::context_window::{request_tokens, tools_tokens};
-use tt_domain::model::{AgentModelRequest, AgentModelResponse};
-use tt_ports::{CancellationToken, ModelDeltaSink, ModelError, ModelProvider};
+use tt_domain::model::AgentModelRequest;
+use tt_ports::{CancellationToken, ModelProvider};
 use tt_runtime::{
     AgentProfileDefinition, AgentRunStatus, AgentRuntime, AgentRuntimeBuilder, CommitBridgeChoice,
     ConnectionModelInfo, FnProvider, ModelReply, PromptBrokerChoice, ScriptedProvider,
@@ -279,31 +278,10 @@ impl PrefixMeter {
     }
 }
 
-#[async_trait]
-impl ModelProvider for PrefixMeter {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    async fn complete(
-        &self,
-        request: AgentModelRequest,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.measure(&request);
-        self.inner.complete(request, cancel).await
-    }
-
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.measure(&request);
-        self.inner.stream(request, sink, cancel).await
-    }
-}
+tt_ports::decorated_model_provider!(PrefixMeter, inner, before_each_call measure, forward [
+    name, complete, stream, close_session, provider_format, transport, check_settings,
+    context_window, remember_context_window,
+], {});
 
 const WRITERS_ROOM: &str = "../../tt-cli/scenarios/writers-room";
 const SCRIPT: &str = include_str!("../../tt-cli/scenarios/writers-room/script.json");

@@ -12,6 +12,7 @@ pub mod interruption;
 pub mod journal;
 pub mod mcp_servers;
 pub mod model;
+mod model_decorator;
 pub mod presets;
 pub mod profiles;
 pub mod prompt;
@@ -59,3 +60,9 @@ pub use workspace::{FileContent, WorkspaceEntry, WorkspaceRepository, WriteOutco
 
 /// Cooperative cancellation passed into every wait.
 pub use tokio_util::sync::CancellationToken;
+
+// What `decorated_model_provider!` expands to names, reachable from any crate that uses it.
+#[doc(hidden)]
+pub use async_trait::async_trait as __async_trait;
+#[doc(hidden)]
+pub use tt_domain as __domain;

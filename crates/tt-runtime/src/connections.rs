@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use async_trait::async_trait;
 use serde_json::json;
 use std::collections::HashMap;
 use tt_adapter_provider_anthropic::{
@@ -16,8 +15,8 @@ use tt_adapter_provider_openai::{HttpLimits, OpenAiConfig, OpenAiProvider};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::model::{AgentModelRequest, AgentModelResponse};
 use tt_ports::{
-    CancellationToken, DroppedSetting, ModelDeltaSink, ModelError, ModelProvider,
-    ServerContextWindow, UnsupportedSettings,
+    CancellationToken, ModelDeltaSink, ModelError, ModelProvider, ServerContextWindow,
+    UnsupportedSettings,
 };
 
 use crate::system::SystemClock;
@@ -339,54 +338,14 @@ pub fn build_provider(spec: &ConnectionSpec) -> anyhow::Result<Arc<dyn ModelProv
     }
 }
 
-/// A `ModelProvider` impl for a decorator of the provider in `self.$inner`: the methods it
-/// does not change forward to that provider, the ones it does are given after it.
-macro_rules! decorated_provider {
-    ($decorator:ty, $inner:tt, { $($own:tt)* }) => {
-        #[async_trait]
-        impl ModelProvider for $decorator {
-            fn name(&self) -> &str {
-                self.$inner.name()
-            }
-
-            async fn complete(
-                &self,
-                request: AgentModelRequest,
-                cancel: CancellationToken,
-            ) -> Result<AgentModelResponse, ModelError> {
-                self.$inner.complete(request, cancel).await
-            }
-
-            async fn close_session(&self, session_id: &str) {
-                self.$inner.close_session(session_id).await;
-            }
-
-            fn provider_format(&self) -> &str {
-                self.$inner.provider_format()
-            }
-
-            fn transport(&self) -> &str {
-                self.$inner.transport()
-            }
-
-            fn check_settings(
-                &self,
-                settings: &GenerationSettings,
-                max_output_tokens: Option<u32>,
-            ) -> Result<Vec<DroppedSetting>, ModelError> {
-                self.$inner.check_settings(settings, max_output_tokens)
-            }
-
-            $($own)*
-        }
-    };
-}
-
 /// Makes `stream` send a non-streamed request (the runtime always calls `stream`; a connection
 /// with streaming off must not open an event stream).
 struct WholeResponses(Arc<dyn ModelProvider>);
 
-decorated_provider!(WholeResponses, 0, {
+tt_ports::decorated_model_provider!(WholeResponses, 0, forward [
+    name, complete, close_session, provider_format, transport, check_settings,
+    context_window, remember_context_window,
+], {
     async fn stream(
         &self,
         request: AgentModelRequest,
@@ -394,18 +353,6 @@ decorated_provider!(WholeResponses, 0, {
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.0.complete(request, cancel).await
-    }
-
-    async fn context_window(
-        &self,
-        model_id: Option<&str>,
-        cancel: CancellationToken,
-    ) -> Result<Option<ServerContextWindow>, ModelError> {
-        self.0.context_window(model_id, cancel).await
-    }
-
-    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
-        self.0.remember_context_window(model_id, window).await;
     }
 });
 
@@ -428,16 +375,9 @@ impl LearnedWindows {
     }
 }
 
-decorated_provider!(LearnedWindows, inner, {
-    async fn stream(
-        &self,
-        request: AgentModelRequest,
-        sink: Arc<dyn ModelDeltaSink>,
-        cancel: CancellationToken,
-    ) -> Result<AgentModelResponse, ModelError> {
-        self.inner.stream(request, sink, cancel).await
-    }
-
+tt_ports::decorated_model_provider!(LearnedWindows, inner, forward [
+    name, complete, stream, close_session, provider_format, transport, check_settings,
+], {
     async fn context_window(
         &self,
         model_id: Option<&str>,

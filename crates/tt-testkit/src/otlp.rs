@@ -12,14 +12,22 @@ use tokio::sync::mpsc;
 
 /// Starts the receiver: its `/v1/traces` URL, and the spans of each post as it arrives. A
 /// post's spans are handed over before it is answered, so once the exporter's post returns,
-/// its spans are in the channel.
+/// its spans are in the channel. A request to any other path is answered 404 and not handed
+/// over.
 pub async fn receiver() -> (String, mpsc::UnboundedReceiver<Vec<Value>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
     let (sender, received) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let body = read_post_body(&mut stream).await;
+            let (request_line, body) = read_post(&mut stream).await;
+            if request_line != "POST /v1/traces HTTP/1.1" {
+                stream
+                    .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                    .await
+                    .unwrap();
+                continue;
+            }
             let body: Value = serde_json::from_slice(&body).unwrap();
             let spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
                 .as_array()
@@ -37,8 +45,8 @@ pub async fn receiver() -> (String, mpsc::UnboundedReceiver<Vec<Value>>) {
     (url, received)
 }
 
-/// The body of one HTTP post, by its `Content-Length`.
-async fn read_post_body(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+/// The request line and the body (by its `Content-Length`) of one HTTP post.
+async fn read_post(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
     let mut data = Vec::new();
     let mut buf = [0u8; 65536];
     loop {
@@ -48,14 +56,18 @@ async fn read_post_body(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
         let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") else {
             continue;
         };
-        let head = String::from_utf8_lossy(&data[..at]).to_lowercase();
+        let head = String::from_utf8_lossy(&data[..at]).into_owned();
         let length: usize = head
             .lines()
-            .find_map(|line| line.strip_prefix("content-length:"))
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length").then_some(value)
+            })
             .map(|value| value.trim().parse().unwrap())
             .unwrap();
         if data.len() >= at + 4 + length {
-            return data[at + 4..at + 4 + length].to_vec();
+            let request_line = head.lines().next().unwrap_or_default().to_owned();
+            return (request_line, data[at + 4..at + 4 + length].to_vec());
         }
     }
 }

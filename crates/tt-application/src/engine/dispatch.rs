@@ -68,32 +68,44 @@ struct Executed {
     control: LoopControl,
 }
 
+/// One call of a reply as the loop dispatches it: the round the reply came in and the size of
+/// the call's arguments ([`argument_bytes`](crate::engine::call_checks::argument_bytes)).
+#[derive(Clone, Copy)]
+pub(crate) struct RoundCall<'a> {
+    pub round: u32,
+    pub call: &'a AgentToolCall,
+    pub argument_bytes: u64,
+}
+
 /// Runs one call inside a `tool_call` span (round, tool name, call id) under the invocation's
-/// span; `argument_bytes` is the size of its arguments
-/// ([`argument_bytes`](crate::engine::call_checks::argument_bytes)). `Err` is fail-fast for
-/// this invocation.
+/// span. `Err` is fail-fast for this invocation.
 pub(crate) async fn dispatch_call(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-    argument_bytes: u64,
+    at: RoundCall<'_>,
 ) -> ApplicationResult<DispatchedCall> {
     let tools = std::sync::Arc::clone(&inv.snapshot.tools);
-    let tool = resolve(&tools, &call.name).map_or(call.name.as_str(), |spec| spec.name.canonical());
-    let span = tracing::info_span!("tool_call", round, tool, call_id = call.id.as_str());
-    dispatch(ctx, inv, round, call, argument_bytes)
-        .instrument(span)
-        .await
+    let name = at.call.name.as_str();
+    let tool = resolve(&tools, name).map_or(name, |spec| spec.name.canonical());
+    let span = tracing::info_span!(
+        "tool_call",
+        round = at.round,
+        tool,
+        call_id = at.call.id.as_str()
+    );
+    dispatch(ctx, inv, at).instrument(span).await
 }
 
 async fn dispatch(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-    argument_bytes: u64,
+    at: RoundCall<'_>,
 ) -> ApplicationResult<DispatchedCall> {
+    let RoundCall {
+        round,
+        call,
+        argument_bytes,
+    } = at;
     // The snapshot's specs outlive the borrows of `inv` below.
     let tools = std::sync::Arc::clone(&inv.snapshot.tools);
     let spec = resolve(&tools, &call.name);

@@ -1,5 +1,5 @@
-//! Tool calls of a resumed agent (docs/resume.md): a call answered from its stored result
-//! ([`stored_call`]), the completion events of a stored result the interrupted process did not
+//! Tool calls of a resumed agent (docs/resume.md), each stored, answered or run live
+//! ([`stored_or_dispatched`]): a call answered from its stored result ([`stored_call`]), the completion events of a stored result the interrupted process did not
 //! journal ([`journal_unjournaled_result`]), and, before a call that had started runs again,
 //! the workspace put back as it was before it ([`before_live_call`]). Split from `dispatch`,
 //! which runs calls live.
@@ -15,11 +15,33 @@ use tt_ports::RunDocument;
 
 use crate::engine::call_journal::journal_call_result;
 use crate::engine::context::RunContext;
-use crate::engine::dispatch::{DispatchedCall, LoopControl, apply_effect};
+use crate::engine::dispatch::{
+    DispatchedCall, LoopControl, RoundCall, apply_effect, dispatch_call,
+};
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::call_file_key;
 use crate::error::ApplicationResult;
 use crate::tools::ToolEffect;
+
+/// The result of a call: stored for a resumed agent (journaled if the process died before
+/// that), answered before it runs, or dispatched live.
+pub(crate) async fn stored_or_dispatched(
+    ctx: &RunContext,
+    inv: &mut InvocationRuntime,
+    at: RoundCall<'_>,
+) -> ApplicationResult<DispatchedCall> {
+    let RoundCall { round, call, .. } = at;
+    Ok(match stored_call(inv, round, call) {
+        Some(replayed) => {
+            journal_unjournaled_result(ctx, inv, round, call, &replayed).await?;
+            replayed
+        }
+        None => match before_live_call(ctx, inv, round, call).await? {
+            Some(answered) => answered,
+            None => dispatch_call(ctx, inv, at).await?,
+        },
+    })
+}
 
 /// A call of a resumed agent answered from its stored result (docs/resume.md): nothing runs
 /// and nothing is journaled, but the agent's session is brought to where the call left it:

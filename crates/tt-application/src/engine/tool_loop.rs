@@ -17,7 +17,7 @@ use tt_ports::RunDocument;
 
 use crate::engine::context::RunContext;
 use crate::engine::context_fit::{FitTrigger, apply_step, check_opening, fit_request};
-use crate::engine::dispatch::{DispatchedCall, LoopControl, dispatch_call};
+use crate::engine::dispatch::{LoopControl, RoundCall};
 use crate::engine::held_writes;
 use crate::engine::invocation::InvocationRuntime;
 use crate::engine::records::checkpoint;
@@ -355,7 +355,13 @@ impl Rounds {
                 // A resumed agent's calls may write before they run (`before_live_call`).
                 held_writes::flush(ctx, inv).await?;
             }
-            let dispatched = stored_or_dispatched(ctx, inv, round, call, argument_bytes).await?;
+            let at = RoundCall {
+                round,
+                call,
+                argument_bytes,
+            };
+            let dispatched =
+                crate::engine::dispatch_replay::stored_or_dispatched(ctx, inv, at).await?;
             if crate::engine::context_fit::saves_output(inv, &dispatched.result) {
                 held_writes::flush(ctx, inv).await?;
             }
@@ -438,36 +444,6 @@ async fn call_after_ending(
     )
     .await?;
     Ok(err)
-}
-
-/// The result of `call`: stored for a resumed agent (journaled if the process died before
-/// that), answered before it runs, or dispatched live (`argument_bytes`: its arguments' size).
-async fn stored_or_dispatched(
-    ctx: &RunContext,
-    inv: &mut InvocationRuntime,
-    round: u32,
-    call: &AgentToolCall,
-    argument_bytes: u64,
-) -> ApplicationResult<DispatchedCall> {
-    Ok(
-        match crate::engine::dispatch_replay::stored_call(inv, round, call) {
-            Some(replayed) => {
-                crate::engine::dispatch_replay::journal_unjournaled_result(
-                    ctx, inv, round, call, &replayed,
-                )
-                .await?;
-                replayed
-            }
-            None => {
-                match crate::engine::dispatch_replay::before_live_call(ctx, inv, round, call)
-                    .await?
-                {
-                    Some(answered) => answered,
-                    None => dispatch_call(ctx, inv, round, call, argument_bytes).await?,
-                }
-            }
-        },
-    )
 }
 
 /// How a call's `control` ends the loop, if it does: a handoff makes this invocation

@@ -18,7 +18,6 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tt_domain::generation::GenerationSettings;
@@ -288,8 +287,9 @@ fn send_words(answer: &AgentModelResponse, sink: &dyn ModelDeltaSink) {
     }
 }
 
-#[async_trait]
-impl ModelProvider for ShapedModel {
+tt_ports::decorated_model_provider!(ShapedModel, inner, forward [
+    close_session, transport, remember_context_window,
+], {
     fn name(&self) -> &str {
         self.name.as_deref().unwrap_or_else(|| self.inner.name())
     }
@@ -320,20 +320,12 @@ impl ModelProvider for ShapedModel {
         self.hold(answer, &cancel).await
     }
 
-    async fn close_session(&self, session_id: &str) {
-        self.inner.close_session(session_id).await;
-    }
-
     /// A renamed model's format is its name (as for a provider that keeps the default).
     fn provider_format(&self) -> &str {
         match &self.name {
             Some(name) => name,
             None => self.inner.provider_format(),
         }
-    }
-
-    fn transport(&self) -> &str {
-        self.inner.transport()
     }
 
     async fn context_window(
@@ -350,10 +342,6 @@ impl ModelProvider for ShapedModel {
         }
     }
 
-    async fn remember_context_window(&self, model_id: Option<&str>, window: ServerContextWindow) {
-        self.inner.remember_context_window(model_id, window).await;
-    }
-
     fn check_settings(
         &self,
         settings: &GenerationSettings,
@@ -364,7 +352,7 @@ impl ModelProvider for ShapedModel {
             None => self.inner.check_settings(settings, max_output_tokens),
         }
     }
-}
+});
 
 #[cfg(test)]
 mod tests {
