@@ -248,3 +248,35 @@ async fn a_cancelled_replay_call_answers_cancelled_and_uses_nothing() {
     assert_eq!(result.unwrap_err(), ModelError::Cancelled);
     assert_eq!(replay.remaining(), 1);
 }
+
+/// A provider whose format and transport are not its name and `in_process`.
+struct OverHttp(Arc<FakeModel>);
+
+tt_ports::decorated_model_provider!(OverHttp, 0, forward[complete], {
+    fn name(&self) -> &str {
+        "house"
+    }
+
+    fn provider_format(&self) -> &str {
+        "house_chat"
+    }
+
+    fn transport(&self) -> &str {
+        "http"
+    }
+});
+
+#[test]
+fn a_recording_reports_the_format_and_transport_of_the_provider_it_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = OverHttp(FakeModel::new(|_| Err(ModelError::Cancelled)));
+    let recorder = RecordingProvider::create(Arc::new(live), dir.path().join("c.jsonl")).unwrap();
+    assert_eq!(
+        (
+            recorder.name(),
+            recorder.provider_format(),
+            recorder.transport()
+        ),
+        ("house", "house_chat", "http")
+    );
+}
