@@ -72,6 +72,51 @@ fn events_from_row(
     Ok(events)
 }
 
+/// The page of `page` (its limit and filter; `bound` is its after or before seq) from the rows
+/// a page's query read: rows are parsed in the page's order only until the page is full, the
+/// way a filtered page over a long journal stops early. Before a seq, the rows come newest
+/// first, the one row at or past `bound` (which may hold events below it) first of all.
+fn page_of_rows(
+    run_id: &RunId,
+    page: &EventPage,
+    bound: u64,
+    rows: &[tokio_postgres::Row],
+) -> StorageResult<Vec<AgentRunEvent>> {
+    let limit = page.effective_limit();
+    let descending = page.before_seq.is_some();
+    let mut ordered: Vec<&tokio_postgres::Row> = rows.iter().collect();
+    if descending {
+        ordered.sort_unstable_by_key(|row| std::cmp::Reverse(row.get::<_, i64>(0)));
+    }
+    let mut events = Vec::with_capacity(limit.min(rows.len()));
+    for row in ordered {
+        let mut held = events_from_row(run_id, row.get(0), row.get(1), row.get(2))?;
+        if descending {
+            held.reverse();
+        }
+        for event in held {
+            let in_range = if descending {
+                event.seq < bound
+            } else {
+                event.seq > bound
+            };
+            if in_range && page.matches(&event) {
+                events.push(event);
+                if events.len() == limit {
+                    break;
+                }
+            }
+        }
+        if events.len() == limit {
+            break;
+        }
+    }
+    if descending {
+        events.reverse();
+    }
+    Ok(events)
+}
+
 /// A unit as the group commit takes it: its writes, and its events to answer with their seqs.
 struct Unit {
     queued: Vec<Write>,
@@ -297,35 +342,8 @@ impl RunJournal for PostgresStore {
             if rows.is_empty() {
                 self.require_run(run_id).await?;
             }
-            let descending = page.before_seq.is_some();
             let bound = u64::try_from(bound).unwrap_or(0);
-            let mut events = Vec::with_capacity(rows.len());
-            for row in &rows {
-                events.extend(
-                    events_from_row(run_id, row.get(0), row.get(1), row.get(2))?
-                        .into_iter()
-                        .filter(|event| {
-                            if descending {
-                                event.seq < bound
-                            } else {
-                                event.seq > bound
-                            }
-                        }),
-                );
-            }
-            events.sort_unstable_by_key(|event| event.seq);
-            if descending {
-                events.reverse();
-            }
-            let mut page_events: Vec<AgentRunEvent> = events
-                .into_iter()
-                .filter(|event| page.matches(event))
-                .take(limit)
-                .collect();
-            if descending {
-                page_events.reverse();
-            }
-            Ok(page_events)
+            page_of_rows(run_id, page, bound, &rows)
         })
         .await
     }
