@@ -27,7 +27,9 @@ use crate::retry::Backoff;
 const MAX_BATCH: usize = 1024;
 
 /// One batch, in one statement: the events in queue order, numbered per run from the run's
-/// head, and stored; the run documents and invocation records stored (the last write of a path
+/// head, and stored, one row per unit (`$23`, the unit's place in the batch; migration 20: the
+/// row's `seq` is its last event's, `span` its number of events, and a row of several holds
+/// them as a JSON array; a unit's events are consecutive in the queue, so their seqs are too); the run documents and invocation records stored (the last write of a path
 /// or an invocation in the batch wins, as if they had run one after another); the new tasks
 /// inserted (a taken task id fails the statement); the newest seq of each run notified on
 /// `tt_journal`. A run whose lease row this store does not hold is left out (its callers learn
@@ -50,9 +52,9 @@ const MAX_BATCH: usize = 1024;
 /// reuse a number.
 const WRITE_BATCH: &str = "
 WITH events_in AS (
-    SELECT run_id, body, status, ord
-    FROM unnest($1::text[], $2::text[], $22::text[])
-         WITH ORDINALITY AS e (run_id, body, status, ord)),
+    SELECT run_id, body, status, unit, ord
+    FROM unnest($1::text[], $2::text[], $22::text[], $23::int[])
+         WITH ORDINALITY AS e (run_id, body, status, unit, ord)),
 docs_in AS (
     SELECT run_id, path, body, ord
     FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (run_id, path, body, ord)),
@@ -117,11 +119,15 @@ heads AS (
     WHERE r.run_id = c.run_id
     RETURNING r.run_id, r.last_seq - c.n AS base),
 numbered AS (
-    SELECT e.ord, e.run_id, e.body,
+    SELECT e.ord, e.run_id, e.body, e.unit,
            h.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord) AS seq
     FROM events_in e JOIN heads h ON h.run_id = e.run_id),
 stored AS (
-    INSERT INTO events (run_id, seq, body) SELECT run_id, seq, body FROM numbered),
+    INSERT INTO events (run_id, seq, span, body)
+    SELECT run_id, max(seq), count(*),
+           CASE WHEN count(*) = 1 THEN string_agg(body, '')
+                ELSE '[' || string_agg(body, ',' ORDER BY ord) || ']' END
+    FROM numbered GROUP BY run_id, unit),
 docs_kept AS (
     SELECT DISTINCT ON (run_id, path) run_id, path, body FROM docs_in
     WHERE run_id IN (SELECT run_id FROM held)
@@ -588,6 +594,8 @@ struct BatchParams<'b> {
     event_runs: Vec<&'b str>,
     event_bodies: Vec<&'b str>,
     event_statuses: Vec<Option<&'b str>>,
+    /// Each event's unit: its caller's place in the batch.
+    event_units: Vec<i32>,
     doc_runs: Vec<&'b str>,
     doc_paths: Vec<&'b str>,
     doc_bodies: Vec<&'b str>,
@@ -612,7 +620,8 @@ struct BatchParams<'b> {
 impl<'b> BatchParams<'b> {
     fn of(batch: &'b [Pending]) -> Self {
         let mut p = Self::default();
-        for pending in batch {
+        for (unit, pending) in batch.iter().enumerate() {
+            let unit = i32::try_from(unit).unwrap_or(i32::MAX);
             let mut mine = Vec::with_capacity(pending.writes.len());
             for write in &pending.writes {
                 match write {
@@ -620,6 +629,7 @@ impl<'b> BatchParams<'b> {
                         p.event_runs.push(&pending.run_id);
                         p.event_bodies.push(body);
                         p.event_statuses.push(status.as_deref());
+                        p.event_units.push(unit);
                         mine.push((0, ordinal(p.event_runs.len())));
                     }
                     Write::Document { path, body } => {
@@ -668,7 +678,7 @@ impl<'b> BatchParams<'b> {
         token: &str,
         tokens: &Tokens,
     ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 22] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 23] = [
             &self.event_runs,
             &self.event_bodies,
             &self.doc_runs,
@@ -691,6 +701,7 @@ impl<'b> BatchParams<'b> {
             &token,
             &tokens.acknowledged,
             &self.event_statuses,
+            &self.event_units,
         ];
         conn.query(statement, &params).await
     }

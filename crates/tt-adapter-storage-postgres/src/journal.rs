@@ -43,10 +43,78 @@ fn event_json(event: &RecordedEvent) -> StorageResult<String> {
         .map_err(|err| StorageError::Other(format!("cannot serialize event: {err}")))
 }
 
-fn event_from_row(run_id: &RunId, seq: i64, body: &str) -> StorageResult<AgentRunEvent> {
-    let mut event: AgentRunEvent = parse(format!("event {seq} of run {run_id}"), body)?;
-    event.seq = u64::try_from(seq).unwrap_or(0);
-    Ok(event)
+/// The events of one row (migration 20): `seq` is the row's last event's, `span` how many it
+/// holds; one event is its JSON, several a JSON array of them. Each gets its seq back (the
+/// bodies hold 0).
+fn events_from_row(
+    run_id: &RunId,
+    seq: i64,
+    span: i32,
+    body: &str,
+) -> StorageResult<Vec<AgentRunEvent>> {
+    let last = u64::try_from(seq).unwrap_or(0);
+    let what = || format!("event {seq} of run {run_id}");
+    let mut events: Vec<AgentRunEvent> = if span <= 1 {
+        vec![parse(what(), body)?]
+    } else {
+        parse(what(), body)?
+    };
+    let count = u64::try_from(events.len()).unwrap_or(u64::MAX);
+    if count != u64::try_from(span.max(1)).unwrap_or(1) || count > last {
+        return Err(StorageError::corrupt(
+            what(),
+            format!("the row holds {count} events, its span says {span}"),
+        ));
+    }
+    for (event, seq) in events.iter_mut().zip(last + 1 - count..) {
+        event.seq = seq;
+    }
+    Ok(events)
+}
+
+/// The page of `page` (its limit and filter; `bound` is its after or before seq) from the rows
+/// a page's query read: rows are parsed in the page's order only until the page is full, the
+/// way a filtered page over a long journal stops early. Before a seq, the rows come newest
+/// first, the one row at or past `bound` (which may hold events below it) first of all.
+fn page_of_rows(
+    run_id: &RunId,
+    page: &EventPage,
+    bound: u64,
+    rows: &[tokio_postgres::Row],
+) -> StorageResult<Vec<AgentRunEvent>> {
+    let limit = page.effective_limit();
+    let descending = page.before_seq.is_some();
+    let mut ordered: Vec<&tokio_postgres::Row> = rows.iter().collect();
+    if descending {
+        ordered.sort_unstable_by_key(|row| std::cmp::Reverse(row.get::<_, i64>(0)));
+    }
+    let mut events = Vec::with_capacity(limit.min(rows.len()));
+    for row in ordered {
+        let mut held = events_from_row(run_id, row.get(0), row.get(1), row.get(2))?;
+        if descending {
+            held.reverse();
+        }
+        for event in held {
+            let in_range = if descending {
+                event.seq < bound
+            } else {
+                event.seq > bound
+            };
+            if in_range && page.matches(&event) {
+                events.push(event);
+                if events.len() == limit {
+                    break;
+                }
+            }
+        }
+        if events.len() == limit {
+            break;
+        }
+    }
+    if descending {
+        events.reverse();
+    }
+    Ok(events)
 }
 
 /// A unit as the group commit takes it: its writes, and its events to answer with their seqs.
@@ -228,23 +296,34 @@ impl RunJournal for PostgresStore {
             let limit = page.effective_limit();
             let sql_limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let filtered = page.invocation_id.is_some();
+            // A row is keyed by its last seq (migration 20): the rows after a seq are a range
+            // of the key, the first of them possibly holding a few events at or below it; the
+            // rows before a seq are a range too, plus the one row that may hold events on
+            // both sides of it. Each row holds at least one event of the page, so `limit`
+            // rows are enough.
             let (sql, bound) = match (page.before_seq, page.after_seq) {
                 (Some(before), _) => (
                     if filtered {
-                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
-                         ORDER BY seq DESC LIMIT ALL OFFSET $3"
+                        "(SELECT seq, span, body FROM events WHERE run_id = $1 AND seq < $2
+                          ORDER BY seq DESC LIMIT ALL OFFSET $3)
+                         UNION ALL
+                         (SELECT seq, span, body FROM events WHERE run_id = $1 AND seq >= $2
+                          ORDER BY seq LIMIT 1)"
                     } else {
-                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq < $2
-                         ORDER BY seq DESC LIMIT $3"
+                        "(SELECT seq, span, body FROM events WHERE run_id = $1 AND seq < $2
+                          ORDER BY seq DESC LIMIT $3)
+                         UNION ALL
+                         (SELECT seq, span, body FROM events WHERE run_id = $1 AND seq >= $2
+                          ORDER BY seq LIMIT 1)"
                     },
                     before,
                 ),
                 (None, after) => (
                     if filtered {
-                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                        "SELECT seq, span, body FROM events WHERE run_id = $1 AND seq > $2
                          ORDER BY seq LIMIT ALL OFFSET $3"
                     } else {
-                        "SELECT seq, body FROM events WHERE run_id = $1 AND seq > $2
+                        "SELECT seq, span, body FROM events WHERE run_id = $1 AND seq > $2
                          ORDER BY seq LIMIT $3"
                     },
                     after.unwrap_or(0),
@@ -263,21 +342,8 @@ impl RunJournal for PostgresStore {
             if rows.is_empty() {
                 self.require_run(run_id).await?;
             }
-            let descending = page.before_seq.is_some();
-            let mut events = Vec::with_capacity(rows.len().min(limit));
-            for row in &rows {
-                let event = event_from_row(run_id, row.get(0), row.get(1))?;
-                if page.matches(&event) {
-                    events.push(event);
-                    if events.len() == limit {
-                        break;
-                    }
-                }
-            }
-            if descending {
-                events.reverse();
-            }
-            Ok(events)
+            let bound = u64::try_from(bound).unwrap_or(0);
+            page_of_rows(run_id, page, bound, &rows)
         })
         .await
     }

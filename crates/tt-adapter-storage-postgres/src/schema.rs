@@ -489,6 +489,18 @@ CREATE TABLE tt_preset_templates (
 );
 "#,
     ),
+    (
+        20,
+        "a unit's events in one row",
+        // The events a unit of the group commit journals together (a tool call's request and
+        // start, a stored model answer's three events, ...) are one row: `seq` is the last
+        // seq of the row, `span` how many events it holds (`seq - span + 1 ..= seq`), and a
+        // row of more than one holds a JSON array of the events. Rows written before hold one
+        // event each, as `span`'s default says: nothing to rewrite.
+        r#"
+ALTER TABLE events ADD COLUMN span integer NOT NULL DEFAULT 1;
+"#,
+    ),
 ];
 
 /// Applies every migration the database has not seen; returns the schema version.

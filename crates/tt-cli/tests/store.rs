@@ -151,7 +151,12 @@ fn the_demo_runs_on_postgres_and_every_command_reads_it_there() {
         String::from_utf8_lossy(&check.stderr)
     );
     let last_seq = lines.last().unwrap()["seq"].as_u64().unwrap();
-    let sql = format!("DELETE FROM events WHERE run_id = '{run_id}' AND seq IN (5, {last_seq})");
+    // A row holds one unit's events, keyed by its last seq (docs/storage.md, Layout): the rows
+    // holding seq 5 and the last.
+    let sql = format!(
+        "DELETE FROM events WHERE run_id = '{run_id}'
+         AND (seq = {last_seq} OR 5 BETWEEN seq - span + 1 AND seq)"
+    );
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -226,6 +226,59 @@ pub async fn pages_over_ten_thousand_events(s: StorageUnderTest) {
     assert_eq!(seen, 10_000);
 }
 
+/// Every page, with and without the invocation filter, of a journal appended in units of one
+/// to five events (a store may keep a unit's events together, as PostgreSQL keeps them in one
+/// row) holds what the whole journal holds in that range: no bound falls between two events
+/// of a unit unnoticed.
+pub async fn pages_across_units_agree_with_the_whole(s: StorageUnderTest) {
+    let run = create_sample_run(&s, 1).await;
+    let mut n = 0;
+    for size in (1..=5u64).cycle().take(15) {
+        let unit = (n + 1..=n + size)
+            .map(|k| tool_event(&run.id, k, if k % 2 == 0 { "inv_a" } else { "inv_b" }))
+            .collect();
+        s.journal.append_all(unit).await.unwrap();
+        n += size;
+    }
+    let j = s.journal.as_ref();
+    let id = &run.id;
+    let whole = seqs(j, id, &page(None, None, Some(500))).await;
+    assert_eq!(whole, (1..=n).collect::<Vec<_>>());
+    let of_a: Vec<u64> = whole.iter().copied().filter(|seq| seq % 2 == 0).collect();
+    for limit in [1, 2, 3, 7] {
+        for bound in 0..=n + 1 {
+            let above = |all: &[u64]| -> Vec<u64> {
+                all.iter()
+                    .copied()
+                    .filter(|seq| *seq > bound)
+                    .take(limit)
+                    .collect()
+            };
+            let below = |all: &[u64]| -> Vec<u64> {
+                let under: Vec<u64> = all.iter().copied().filter(|seq| *seq < bound).collect();
+                under[under.len().saturating_sub(limit)..].to_vec()
+            };
+            let what = format!("bound {bound}, limit {limit}");
+            let after = page(Some(bound), None, Some(limit));
+            assert_eq!(seqs(j, id, &after).await, above(&whole), "after {what}");
+            let after = filtered("inv_a", Some(bound), None, limit);
+            assert_eq!(
+                seqs(j, id, &after).await,
+                above(&of_a),
+                "after, inv_a, {what}"
+            );
+            let before = page(None, Some(bound), Some(limit));
+            assert_eq!(seqs(j, id, &before).await, below(&whole), "before {what}");
+            let before = filtered("inv_a", None, Some(bound), limit);
+            assert_eq!(
+                seqs(j, id, &before).await,
+                below(&of_a),
+                "before, inv_a, {what}"
+            );
+        }
+    }
+}
+
 pub async fn invocation_filter_includes_related_ids(s: StorageUnderTest) {
     let run = create_sample_run(&s, 1).await;
     // n % 3 == 0: a tool event of inv_a; n % 3 == 1: a tool event of inv_b;

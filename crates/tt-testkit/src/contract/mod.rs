@@ -154,6 +154,7 @@ macro_rules! storage_contract_tests {
                 append_all_numbers_in_order,
                 commit_writes_records_with_their_events,
                 pages_over_ten_thousand_events,
+                pages_across_units_agree_with_the_whole,
                 invocation_filter_includes_related_ids,
                 concurrent_appends_are_gapless,
             }
