@@ -548,5 +548,28 @@ pub async fn migrate(client: &mut Client) -> PgResult<i32> {
             .map_err(|err| PgStoreError::pg(format!("committing migration {number}"), err))?;
         version = *number;
     }
+    refuse_newer_schema(client, version).await?;
     Ok(version)
+}
+
+/// Refuses a database a newer build migrated past `known`, the last migration this build has:
+/// what such a migration changed may read as damage here (migration 20 stores several events
+/// in one row, which a build without it cannot split). Every host on one database needs a
+/// build that knows all of its migrations.
+async fn refuse_newer_schema(client: &mut Client, known: i32) -> PgResult<()> {
+    let row = client
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map_err(|err| PgStoreError::pg("reading schema_migrations", err))?;
+    let at: i32 = row.get(0);
+    if at > known {
+        return Err(PgStoreError::Config(format!(
+            "the database's schema is at version {at}, newer than this build's {known}: \
+             every host on one database needs a build that knows all of its migrations"
+        )));
+    }
+    Ok(())
 }

@@ -17,6 +17,38 @@ async fn migrations_are_recorded_and_applied_once() {
     assert_eq!(second.schema_version().await.unwrap(), latest);
 }
 
+/// A database a newer build migrated further is refused, not read with rules that may take its
+/// rows for damage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_migrated_by_a_newer_build_is_refused() {
+    let url = crate::cluster().url("tt_case_migrate_newer");
+    super::database("tt_case_migrate_newer").await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    let latest = store.schema_version().await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .execute(
+            "INSERT INTO schema_migrations (version, description) VALUES ($1, 'from the future')",
+            &[&(latest + 1)],
+        )
+        .await
+        .unwrap();
+    let Err(err) = PostgresStore::open(&url).await else {
+        panic!("a database at a newer schema was opened");
+    };
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!(
+            "version {}, newer than this build's {latest}",
+            latest + 1
+        )),
+        "{message}"
+    );
+}
+
 /// PostgreSQL keeps every checkpointed version, so a branch (docs/branching.md) can rebuild a
 /// workspace from any of them, not only from the current file.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
