@@ -264,12 +264,11 @@ mod tests {
         let call = |arguments: Value| AgentModelMessage {
             role: ModelRole::Assistant,
             parts: vec![ModelContentPart::ToolCall {
-                call: tt_domain::tool::AgentToolCall {
-                    id: "toolu_1".into(),
-                    name: "workspace_read_file".into(),
+                call: tt_domain::tool::AgentToolCall::new(
+                    "toolu_1",
+                    "workspace_read_file",
                     arguments,
-                    provider_metadata: Value::Null,
-                },
+                ),
             }],
             provider_metadata: Value::Null,
         };

@@ -83,12 +83,7 @@ fn tool_call(block: &Value, position: usize) -> Result<AgentToolCall, ModelError
     // An input that is not an object (or unparseable streamed input, kept as a string) passes
     // through: the runtime answers it to the model as a recoverable `model.invalid_tool_call`.
     let input = block.get("input").cloned().unwrap_or(Value::Null);
-    Ok(AgentToolCall {
-        id,
-        name,
-        arguments: input,
-        provider_metadata: Value::Null,
-    })
+    Ok(AgentToolCall::new(id, name, input))
 }
 
 /// The API's `input_tokens` counts only the prompt tokens after the last cache breakpoint, and

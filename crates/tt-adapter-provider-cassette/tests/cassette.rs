@@ -53,12 +53,11 @@ fn upstream(fail_first: bool) -> ShapedModel {
                         text: "Waiting.".into(),
                     },
                     ModelContentPart::ToolCall {
-                        call: AgentToolCall {
-                            id: "call_1".into(),
-                            name: "agent_await".into(),
-                            arguments: json!({"taskIds": [task]}),
-                            provider_metadata: serde_json::Value::Null,
-                        },
+                        call: AgentToolCall::new(
+                            "call_1",
+                            "agent_await",
+                            json!({"taskIds": [task]}),
+                        ),
                     },
                 ],
                 provider_metadata: serde_json::Value::Null,

@@ -309,12 +309,11 @@ mod tests {
                     provider_metadata: Value::Null,
                 },
                 ModelContentPart::ToolCall {
-                    call: AgentToolCall {
-                        id: "c1".into(),
-                        name: "workspace_read_file".into(),
-                        arguments: json!({"path": "output/a.md"}),
-                        provider_metadata: Value::Null,
-                    },
+                    call: AgentToolCall::new(
+                        "c1",
+                        "workspace_read_file",
+                        json!({"path": "output/a.md"}),
+                    ),
                 },
             ],
             provider_metadata: Value::Null,

@@ -50,12 +50,7 @@ impl RawToolCall {
             RawArguments::Text(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
             RawArguments::Json(value) => value,
         };
-        Ok(AgentToolCall {
-            id,
-            name,
-            arguments,
-            provider_metadata: Value::Null,
-        })
+        Ok(AgentToolCall::new(id, name, arguments))
     }
 }
 

@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tt_domain::model::{
@@ -225,12 +224,7 @@ pub(crate) fn build_response(
     for call in scripted.tool_calls {
         output_chars += call.name.chars().count() + call.arguments.to_string().chars().count();
         parts.push(ModelContentPart::ToolCall {
-            call: AgentToolCall {
-                id: call.id,
-                name: call.name,
-                arguments: call.arguments,
-                provider_metadata: Value::Null,
-            },
+            call: AgentToolCall::new(call.id, call.name, call.arguments),
         });
     }
     AgentModelResponse {

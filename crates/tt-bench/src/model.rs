@@ -215,12 +215,7 @@ pub fn response(turn: &Turn) -> AgentModelResponse {
     let parts = tool_calls(turn)
         .into_iter()
         .map(|(id, name, arguments)| ModelContentPart::ToolCall {
-            call: AgentToolCall {
-                id,
-                name: name.to_owned(),
-                arguments,
-                provider_metadata: Value::Null,
-            },
+            call: AgentToolCall::new(id, name.to_owned(), arguments),
         })
         .collect();
     AgentModelResponse {

@@ -166,12 +166,7 @@ mod tests {
                 parts: vec![
                     ModelContentPart::Text { text: text.into() },
                     ModelContentPart::ToolCall {
-                        call: AgentToolCall {
-                            id: "c1".into(),
-                            name: "workspace_write_file".into(),
-                            arguments,
-                            provider_metadata: Value::Null,
-                        },
+                        call: AgentToolCall::new("c1", "workspace_write_file", arguments),
                     },
                 ],
                 provider_metadata: Value::Null,

@@ -193,12 +193,7 @@ mod tests {
     }
 
     async fn cancel(tasks: &Tasks, arguments: Value) -> Result<ToolSuccess, ToolCallError> {
-        let call = AgentToolCall {
-            id: "call_1".to_owned(),
-            name: "agent_cancel_task".to_owned(),
-            arguments,
-            provider_metadata: Value::Null,
-        };
+        let call = AgentToolCall::new("call_1", "agent_cancel_task", arguments);
         agent_cancel_task(&lead(), tasks, &call).await
     }
 

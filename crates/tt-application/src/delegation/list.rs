@@ -236,7 +236,6 @@ fn add_budget(tasks: &impl TaskView, content: &mut String, structured: &mut serd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use tt_domain::profile::{ProfileSource, default_writer_definition, resolve_profile};
     use tt_testkit::fakes::InMemoryStore;
 
@@ -281,12 +280,7 @@ mod tests {
         lead.delegation.can_delegate = true;
         lead.delegation.max_concurrent_invocations = 1;
         let lead = resolve_profile(lead, ProfileSource::built_in()).unwrap();
-        let call = AgentToolCall {
-            id: "call_1".to_owned(),
-            name: "agent_list".to_owned(),
-            arguments: json!({"purpose": "delegate"}),
-            provider_metadata: Value::Null,
-        };
+        let call = AgentToolCall::new("call_1", "agent_list", json!({"purpose": "delegate"}));
 
         let listed = agent_list(store.as_ref(), &lead, &Tasks, &call)
             .await

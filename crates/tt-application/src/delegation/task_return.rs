@@ -258,12 +258,7 @@ mod tests {
     }
 
     fn call(arguments: Value) -> AgentToolCall {
-        AgentToolCall {
-            id: "call_1".to_owned(),
-            name: "task_return".to_owned(),
-            arguments,
-            provider_metadata: Value::Null,
-        }
+        AgentToolCall::new("call_1", "task_return", arguments)
     }
 
     fn policy() -> WorkspaceAccessPolicy {

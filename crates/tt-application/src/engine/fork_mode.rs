@@ -121,12 +121,11 @@ pub(crate) fn calls_of(
     if summary.is_empty() {
         return calls;
     }
-    let call = AgentToolCall {
-        id: format!("fork_return_{round}"),
-        name: ToolName::TaskReturn.model_alias().to_owned(),
-        arguments: json!({"summary": summary}),
-        provider_metadata: Value::Null,
-    };
+    let call = AgentToolCall::new(
+        format!("fork_return_{round}"),
+        ToolName::TaskReturn.model_alias().to_owned(),
+        json!({"summary": summary}),
+    );
     response
         .message
         .parts

@@ -37,12 +37,7 @@ pub fn text_and_tool_calls(text: &str, calls: Vec<(&str, &str, Value)>) -> Agent
         calls
             .into_iter()
             .map(|(id, name, arguments)| ModelContentPart::ToolCall {
-                call: AgentToolCall {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
-                    arguments,
-                    provider_metadata: Value::Null,
-                },
+                call: AgentToolCall::new(id.to_owned(), name.to_owned(), arguments),
             }),
     );
     AgentModelResponse {
