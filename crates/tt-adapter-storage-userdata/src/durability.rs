@@ -127,6 +127,10 @@ struct Queue {
     waiters: u64,
     open: Vec<Weak<RunSync>>,
     shutdown: bool,
+    /// The flusher sleeps until there is work (not while it lets a group commit window fill):
+    /// only then does a durability point wake it. Waking it in the window only made it check
+    /// the clock and sleep again, a thread hand-off per durability point for nothing.
+    idle: bool,
 }
 
 struct Shared {
@@ -171,14 +175,18 @@ impl Flusher {
         if progress.borrow().synced >= target {
             return Ok(());
         }
-        {
+        let wake = {
             let mut queue = self.lock();
             queue.waiters += 1;
             if !queue.waiting.iter().any(|queued| Arc::ptr_eq(queued, run)) {
                 queue.waiting.push(Arc::clone(run));
             }
+            // A flusher that is not idle takes the queue when its flush or window ends.
+            std::mem::take(&mut queue.idle)
+        };
+        if wake {
+            self.shared.wake.notify_one();
         }
-        self.shared.wake.notify_one();
         let reached = progress
             .wait_for(|progress| progress.synced >= target || progress.error.is_some())
             .await
@@ -223,11 +231,13 @@ fn flusher_loop(shared: &Shared) {
         let (batch, shutdown) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
             if queue.waiting.is_empty() && !queue.shutdown {
+                queue.idle = true;
                 let (next, _) = shared
                     .wake
                     .wait_timeout(queue, FLUSH_INTERVAL)
                     .unwrap_or_else(PoisonError::into_inner);
                 queue = next;
+                queue.idle = false;
             }
             // Right after a flush, let the window fill: everyone who arrives in it shares the
             // next flush.

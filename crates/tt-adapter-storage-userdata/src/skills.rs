@@ -182,6 +182,18 @@ fn skill_md_text(base: &SkillsBase, dir: &Path, shown: &str) -> StorageResult<Op
     }
 }
 
+/// Whether the folder of `scope` (or the skills root) does not exist, by one `lstat`. Only
+/// "not found" counts: anything else (a link, a file in the way, an error) is left to
+/// [`list_sync`], which resolves and checks it.
+fn scope_folder_is_missing(inner: &Inner, scope: &SkillScope) -> StorageResult<bool> {
+    let relative = scope.storage_segments()?.join("/");
+    let folder = join_relative(&inner.layout.root().join(SKILLS_DIR), &relative);
+    Ok(matches!(
+        fs::symlink_metadata(&folder),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound
+    ))
+}
+
 fn list_sync(inner: &Inner, scope: &SkillScope) -> StorageResult<Vec<SkillSummary>> {
     // A blank scope name is refused even before any skill is stored.
     scope.storage_segments()?;
@@ -284,6 +296,12 @@ impl UserDataStore {
 #[async_trait]
 impl SkillRepository for UserDataStore {
     async fn list_skills(&self, scope: &SkillScope) -> StorageResult<Vec<SkillSummary>> {
+        // A scope whose folder does not exist lists nothing: one `lstat` here says so without
+        // a hand-off to the blocking pool and back (every invocation lists two scopes or more,
+        // and most scopes have no folder; a 256-child fan-out made 514 such hand-offs).
+        if scope_folder_is_missing(&self.inner, scope)? {
+            return Ok(Vec::new());
+        }
         let scope = scope.clone();
         self.blocking(move |inner| list_sync(inner, &scope)).await
     }

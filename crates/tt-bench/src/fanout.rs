@@ -109,6 +109,7 @@ pub(crate) async fn run(
     let (_, user_before) = procstat::cpu_user_seconds(ticks)?;
     let cpu_before = procstat::process_cpu_seconds();
     let fsyncs_before = UserDataStore::fsync_count();
+    let threads_before = crate::threads::snapshot();
     let started = Instant::now();
     if signals.is_requested() {
         bail!("stopped by a signal before the run started");
@@ -122,6 +123,7 @@ pub(crate) async fn run(
     let cpu_after = procstat::process_cpu_seconds();
     let (_, user_after) = procstat::cpu_user_seconds(ticks)?;
     let (cpu_s, user_s) = (cpu_after - cpu_before, user_after - user_before);
+    let threads_after = crate::threads::snapshot();
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
     // Peak memory of the run itself, before verification loads the whole journal.
     let peak_rss_mib = procstat::peak_rss_mib()?;
@@ -135,6 +137,7 @@ pub(crate) async fn run(
         );
     }
     let counts = verify_journal(&events, children)?;
+    crate::threads::report(&threads_before, &threads_after, counts.model_turns);
     // A store other than the file store has no run directory to count files and syncs in.
     let (run_files, fsyncs) = if store.is_some() {
         verify_notes_in_store(&runtime, finished.id.as_str(), children).await?;

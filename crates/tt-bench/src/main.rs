@@ -11,6 +11,7 @@ mod journal;
 mod mcp;
 mod prefix;
 mod procstat;
+mod threads;
 
 use clap::{Parser, Subcommand};
 
@@ -128,9 +129,7 @@ fn main() -> ExitCode {
 }
 
 fn run(command: Command) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let runtime = threads::tokio_runtime()?;
     runtime.block_on(async {
         // Before anything is written: SIGINT/SIGTERM then cancel the benchmark (and remove its
         // temporary dir); a second one exits at once.

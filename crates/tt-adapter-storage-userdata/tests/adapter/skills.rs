@@ -238,3 +238,20 @@ async fn the_skills_root_itself_may_be_a_link() {
     put(&fx, &SkillScope::Global, "voice", "SKILL.md", "# Voice\n");
     assert!(library.join("global/voice/SKILL.md").exists());
 }
+
+#[tokio::test]
+async fn a_scope_without_a_folder_lists_nothing_and_a_blank_scope_is_still_refused() {
+    let fx = Fixture::new();
+    let critic = SkillScope::Profile(ProfileId::parse("critic").unwrap());
+    // No `skills/` at all, then a skills root without the scope's folder.
+    assert!(ids(&fx, &SkillScope::Global).await.is_empty());
+    put(&fx, &SkillScope::Global, "pacing", "SKILL.md", "# Pacing\n");
+    assert!(ids(&fx, &critic).await.is_empty());
+    assert_eq!(ids(&fx, &SkillScope::Global).await, ["pacing"]);
+    assert!(
+        fx.store
+            .list_skills(&SkillScope::Character("  ".into()))
+            .await
+            .is_err()
+    );
+}
