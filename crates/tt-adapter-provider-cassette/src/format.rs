@@ -4,12 +4,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tt_domain::error_codes;
 use tt_domain::model::{AgentModelResponse, ModelDelta};
-use tt_ports::{ModelError, ModelTimeLimit};
+use tt_ports::{ModelError, ModelProvider, ModelTimeLimit};
 
 /// The format version this crate writes and reads.
 pub const CASSETTE_VERSION: u32 = 1;
 
 /// The first line of a cassette.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CassetteHeader {
@@ -19,14 +20,24 @@ pub struct CassetteHeader {
     /// The name of the provider recorded (`openai`, `anthropic`, …); a replay goes by it, so
     /// its events read as the recorded run's did.
     pub provider: String,
+    /// The recorded provider's wire format (`providerFormat` in events), which a replay
+    /// reports too; absent in cassettes recorded before it was kept (a replay then reports its
+    /// name, as those recordings did).
+    pub provider_format: Option<String>,
+    /// How the recorded provider's requests travelled (`transport` in events: `http`,
+    /// `in_process`), which a replay reports too; absent as `providerFormat` is.
+    pub transport: Option<String>,
 }
 
 impl CassetteHeader {
-    pub fn current(provider: &str) -> Self {
+    /// The header of a cassette recorded through `provider`.
+    pub fn current(provider: &dyn ModelProvider) -> Self {
         Self {
             cassette: "tt-agent-runtime".to_owned(),
             version: CASSETTE_VERSION,
-            provider: provider.to_owned(),
+            provider: provider.name().to_owned(),
+            provider_format: Some(provider.provider_format().to_owned()),
+            transport: Some(provider.transport().to_owned()),
         }
     }
 }

@@ -12,8 +12,9 @@
 //! nothing fails with `model.cassette_mismatch` and a diff naming the first fields that changed.
 //!
 //! The file is JSON lines: a header `{"cassette": "tt-agent-runtime", "version": 1, "provider":
-//! "<name>"}`, then one interaction per line, appended as each call ends (docs/cassettes.md). A
-//! replay goes by the recorded provider's name, so its journal reads like the recorded run's.
+//! "<name>", "providerFormat": …, "transport": …}`, then one interaction per line, appended as
+//! each call ends (docs/cassettes.md). A replay reports the recorded provider's name, format and
+//! transport, so its journal reads like the recorded run's.
 
 use tt_domain::error_codes;
 

@@ -43,7 +43,7 @@ impl RecordingProvider {
         };
         let mut file = File::create(&path).map_err(io)?;
         let header =
-            serde_json::to_string(&CassetteHeader::current(inner.name())).unwrap_or_default();
+            serde_json::to_string(&CassetteHeader::current(inner.as_ref())).unwrap_or_default();
         writeln!(file, "{header}").map_err(io)?;
         file.flush().map_err(io)?;
         Ok(Self {

@@ -20,6 +20,10 @@ use crate::normalize::{NormalizedRequest, normalize_request, rewrite_ids};
 /// with the same profile, round and normalised request are answered in recorded order.
 pub struct ReplayProvider {
     name: String,
+    /// The recorded provider's `providerFormat` and `transport` (the header's), when the
+    /// cassette kept them.
+    provider_format: Option<String>,
+    transport: Option<String>,
     state: Mutex<State>,
 }
 
@@ -84,6 +88,8 @@ impl ReplayProvider {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             name: header.provider,
+            provider_format: header.provider_format,
+            transport: header.transport,
             state: Mutex::new(State {
                 interactions,
                 ids: HashMap::new(),
@@ -176,6 +182,14 @@ fn mismatch(now: &NormalizedRequest, nearest: Option<&Interaction>) -> ModelErro
 impl ModelProvider for ReplayProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn provider_format(&self) -> &str {
+        self.provider_format.as_deref().unwrap_or(&self.name)
+    }
+
+    fn transport(&self) -> &str {
+        self.transport.as_deref().unwrap_or("in_process")
     }
 
     async fn complete(

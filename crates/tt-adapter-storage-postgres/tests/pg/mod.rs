@@ -16,6 +16,15 @@ pub(crate) async fn database(name: &str) -> String {
     crate::cluster().create_database(name).await.unwrap()
 }
 
+/// A plain client on `url`, for what a test writes or reads behind the store's back.
+pub(crate) async fn sql_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
 /// A store on `url` standing for host `name` (its owner id), holding runs for `lease`.
 pub(crate) async fn host(url: &str, name: &str, lease: Duration) -> Arc<PostgresStore> {
     let options = PostgresOptions {

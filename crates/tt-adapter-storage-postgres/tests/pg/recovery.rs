@@ -144,10 +144,7 @@ async fn a_dead_hosts_unfinished_run_is_marked_interrupted_by_another_host() {
 async fn runs_stored_before_the_unfinished_index_are_flagged_by_the_migration() {
     use tt_adapter_storage_postgres::schema::MIGRATIONS;
     let url = super::database("tt_case_migrate_from_3").await;
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = super::sql_client(&url).await;
     client
         .batch_execute(
             "CREATE TABLE schema_migrations (version integer PRIMARY KEY,

@@ -25,10 +25,7 @@ async fn a_database_migrated_by_a_newer_build_is_refused() {
     super::database("tt_case_migrate_newer").await;
     let store = PostgresStore::open(&url).await.unwrap();
     let latest = store.schema_version().await.unwrap();
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = super::sql_client(&url).await;
     client
         .execute(
             "INSERT INTO schema_migrations (version, description) VALUES ($1, 'from the future')",
@@ -137,12 +134,8 @@ async fn a_checkpoint_record_the_server_wrote_reads_back_as_returned() {
     );
     // Bytes are UTF-8 bytes, as the file store counts them.
     assert_eq!(returned.files[1].bytes, "héllo wörld".len() as u64);
-    let client = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(client.1);
+    let client = super::sql_client(&url).await;
     let row = client
-        .0
         .query_one(
             "SELECT record, files FROM tt_checkpoints WHERE run_id = $1",
             &[&run.id.as_str()],
@@ -168,10 +161,7 @@ async fn a_run_row_that_does_not_parse_is_named_not_listed() {
         store.create_run(run, &manifest_for(run)).await.unwrap();
     }
     assert!(store.unreadable_runs().await.unwrap().is_empty());
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = super::sql_client(&url).await;
     client
         .execute(
             "UPDATE runs SET body = '{\"id\": ' WHERE run_id = $1",
