@@ -9,8 +9,7 @@ use tt_ports::{ModelError, ModelProvider, ModelTimeLimit};
 /// The format version this crate writes and reads.
 pub const CASSETTE_VERSION: u32 = 1;
 
-/// The first line of a cassette.
-#[serde_with::skip_serializing_none]
+/// The first line of a cassette. A recording writes every field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CassetteHeader {
@@ -20,13 +19,19 @@ pub struct CassetteHeader {
     /// The name of the provider recorded (`openai`, `anthropic`, …); a replay goes by it, so
     /// its events read as the recorded run's did.
     pub provider: String,
-    /// The recorded provider's wire format (`providerFormat` in events), which a replay
-    /// reports too; absent in cassettes recorded before it was kept (a replay then reports its
-    /// name, as those recordings did).
-    pub provider_format: Option<String>,
-    /// How the recorded provider's requests travelled (`transport` in events: `http`,
-    /// `in_process`), which a replay reports too; absent as `providerFormat` is.
-    pub transport: Option<String>,
+    /// How the recorded provider spoke, which a replay reports too; absent in cassettes
+    /// recorded before it was kept (a replay then reports what those recordings did).
+    pub wire: Option<RecordedWire>,
+}
+
+/// The recorded provider's `providerFormat` and `transport`, as its events carried them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecordedWire {
+    /// Its wire format (`openai_chat_completions`, `anthropic_messages`, …).
+    pub provider_format: String,
+    /// How its requests travelled (`http`, `in_process`).
+    pub transport: String,
 }
 
 impl CassetteHeader {
@@ -36,8 +41,10 @@ impl CassetteHeader {
             cassette: "tt-agent-runtime".to_owned(),
             version: CASSETTE_VERSION,
             provider: provider.name().to_owned(),
-            provider_format: Some(provider.provider_format().to_owned()),
-            transport: Some(provider.transport().to_owned()),
+            wire: Some(RecordedWire {
+                provider_format: provider.provider_format().to_owned(),
+                transport: provider.transport().to_owned(),
+            }),
         }
     }
 }

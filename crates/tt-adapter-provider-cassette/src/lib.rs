@@ -12,9 +12,9 @@
 //! nothing fails with `model.cassette_mismatch` and a diff naming the first fields that changed.
 //!
 //! The file is JSON lines: a header `{"cassette": "tt-agent-runtime", "version": 1, "provider":
-//! "<name>", "providerFormat": …, "transport": …}`, then one interaction per line, appended as
-//! each call ends (docs/cassettes.md). A replay reports the recorded provider's name, format and
-//! transport, so its journal reads like the recorded run's.
+//! "<name>", "wire": {"providerFormat": …, "transport": …}}`, then one interaction per line,
+//! appended as each call ends (docs/cassettes.md). A replay reports the recorded provider's
+//! name, format and transport, so its journal reads like the recorded run's.
 
 use tt_domain::error_codes;
 
@@ -25,7 +25,9 @@ mod record;
 mod replay;
 
 pub use diff::describe as describe_differences;
-pub use format::{CASSETTE_VERSION, CassetteHeader, Interaction, Outcome, RecordedError};
+pub use format::{
+    CASSETTE_VERSION, CassetteHeader, Interaction, Outcome, RecordedError, RecordedWire,
+};
 pub use normalize::{NormalizedRequest, normalize_request};
 pub use record::RecordingProvider;
 pub use replay::ReplayProvider;

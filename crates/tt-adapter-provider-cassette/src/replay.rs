@@ -13,17 +13,15 @@ use tt_ports::{ModelDeltaSink, ModelError, ModelProvider};
 
 use crate::CassetteError;
 use crate::diff;
-use crate::format::{CASSETTE_VERSION, CassetteHeader, Interaction, Outcome};
+use crate::format::{CASSETTE_VERSION, CassetteHeader, Interaction, Outcome, RecordedWire};
 use crate::normalize::{NormalizedRequest, normalize_request, rewrite_ids};
 
 /// A provider that answers from a cassette. Each recorded interaction answers once; requests
 /// with the same profile, round and normalised request are answered in recorded order.
 pub struct ReplayProvider {
     name: String,
-    /// The recorded provider's `providerFormat` and `transport` (the header's), when the
-    /// cassette kept them.
-    provider_format: Option<String>,
-    transport: Option<String>,
+    /// The recorded provider's `providerFormat` and `transport`, when the cassette kept them.
+    wire: Option<RecordedWire>,
     state: Mutex<State>,
 }
 
@@ -88,8 +86,7 @@ impl ReplayProvider {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             name: header.provider,
-            provider_format: header.provider_format,
-            transport: header.transport,
+            wire: header.wire,
             state: Mutex::new(State {
                 interactions,
                 ids: HashMap::new(),
@@ -185,11 +182,15 @@ impl ModelProvider for ReplayProvider {
     }
 
     fn provider_format(&self) -> &str {
-        self.provider_format.as_deref().unwrap_or(&self.name)
+        self.wire
+            .as_ref()
+            .map_or(&self.name, |wire| &wire.provider_format)
     }
 
     fn transport(&self) -> &str {
-        self.transport.as_deref().unwrap_or("in_process")
+        self.wire
+            .as_ref()
+            .map_or("in_process", |wire| &wire.transport)
     }
 
     async fn complete(
