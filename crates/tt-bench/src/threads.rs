@@ -29,6 +29,10 @@ pub(crate) fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
             .parse()
             .with_context(|| format!("TT_BENCH_TOKIO: `{pair}` is not a number"))?;
         let count = usize::try_from(value)?;
+        // tokio panics on zero threads; say so instead.
+        if count == 0 && matches!(key.trim(), "workers" | "max_blocking") {
+            bail!("TT_BENCH_TOKIO: `{pair}` needs at least one thread");
+        }
         match key.trim() {
             "workers" => builder.worker_threads(count),
             "max_blocking" => builder.max_blocking_threads(count),
