@@ -115,20 +115,20 @@ impl ModelProvider for TwoScripts {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let provider = self.before(&request);
+        let provider = self.before(request);
         provider.complete(request, cancel).await
     }
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let provider = self.before(&request);
+        let provider = self.before(request);
         provider.stream(request, sink, cancel).await
     }
 }

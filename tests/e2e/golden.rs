@@ -106,20 +106,20 @@ impl ModelProvider for WritersRoomSequencer {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.before(&request).await;
+        self.before(request).await;
         self.inner.complete(request, cancel).await
     }
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.before(&request).await;
+        self.before(request).await;
         self.inner.stream(request, sink, cancel).await
     }
 }

@@ -70,10 +70,10 @@ impl ModelProvider for RecordingModel {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let key = turn_key(&request);
+        let key = turn_key(request);
         let answers = {
             let mut answered = self.answered.lock().unwrap();
             let answers = self.limit.is_none_or(|limit| answered.len() < limit);

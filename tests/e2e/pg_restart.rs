@@ -53,7 +53,7 @@ impl ModelProvider for HoldingModel {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
@@ -64,7 +64,7 @@ impl ModelProvider for HoldingModel {
             let mut down = self.down.clone();
             let _ = down.wait_for(|down| *down).await;
         }
-        self.answered.lock().unwrap().push(turn_key(&request));
+        self.answered.lock().unwrap().push(turn_key(request));
         self.inner.complete(request, cancel).await
     }
 }

@@ -199,7 +199,7 @@ impl ModelProvider for Steered {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let session = request.session.session_id.clone();
@@ -218,7 +218,7 @@ impl ModelProvider for Steered {
                 forwarded.max_output_tokens = Some(1);
                 forwarded.generation.max_output_tokens = Some(1);
             }
-            let real = match self.real.complete(forwarded, cancel.clone()).await {
+            let real = match self.real.complete(&forwarded, cancel.clone()).await {
                 Ok(real) => real,
                 Err(err) => {
                     eprintln!(
@@ -255,7 +255,7 @@ impl ModelProvider for Steered {
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         _sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {

@@ -299,7 +299,7 @@ impl ModelProvider for Model {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.requests.lock().unwrap().push((
@@ -307,11 +307,11 @@ impl ModelProvider for Model {
             request.round,
             serde_json::to_string(&request.messages).unwrap(),
         ));
-        if self.frozen.load(Ordering::SeqCst) || (self.freeze_at)(&request) {
+        if self.frozen.load(Ordering::SeqCst) || (self.freeze_at)(request) {
             self.frozen.store(true, Ordering::SeqCst);
             std::future::pending::<()>().await;
         }
-        let last = (self.freeze_after)(&request);
+        let last = (self.freeze_after)(request);
         let response = self.inner.complete(request, cancel).await;
         if last {
             self.frozen.store(true, Ordering::SeqCst);

@@ -85,7 +85,7 @@ async fn thinking_is_replayed_unchanged_and_parallel_results_share_one_user_mess
     let provider = provider(&server);
     let turn = request(1, first_messages());
     let response = provider
-        .complete(turn.clone(), CancellationToken::new())
+        .complete(&turn.clone(), CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(
@@ -104,7 +104,7 @@ async fn thinking_is_replayed_unchanged_and_parallel_results_share_one_user_mess
     messages.push(tool_result("toolu_A", "Wrote output/main.md.", false));
     messages.push(tool_result("toolu_B", "input/x.md is not writable.", true));
     let next = provider
-        .complete(request(2, messages), CancellationToken::new())
+        .complete(&request(2, messages), CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(next.tool_calls()[0].id, "toolu_C");
@@ -143,7 +143,7 @@ async fn text_only_reply() {
     let mut turn = request(1, first_messages());
     turn.model_id = Some("claude-bound".into());
     let response = provider(&server)
-        .complete(turn, CancellationToken::new())
+        .complete(&turn, CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(

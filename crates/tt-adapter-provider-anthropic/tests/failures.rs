@@ -154,7 +154,7 @@ async fn thinking_settings_are_sent() {
     )
     .unwrap();
     provider
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap();
     let sent = server.next_request().await;

@@ -67,7 +67,7 @@ async fn the_request_limit_lowers_max_tokens_but_never_to_the_thinking_budget() 
         let body = sent(
             &AnthropicProvider::new(config).unwrap(),
             &mut server,
-            request,
+            &request,
         )
         .await;
         assert_eq!(body["max_tokens"], max_tokens);

@@ -70,7 +70,7 @@ async fn each_setting_reaches_the_body_under_the_apis_name() {
     let body = sent(
         &provider,
         &mut server,
-        with(json!({
+        &with(json!({
             "temperature": 0.4, "topP": 0.9, "topK": 40, "stop": ["\n\nTHE END"],
             "maxOutputTokens": 1000, "extra": {"metadata": {"user_id": "u1"}, "top_k": 20},
         })),
@@ -95,7 +95,7 @@ async fn each_setting_reaches_the_body_under_the_apis_name() {
     let body = sent(
         &provider,
         &mut server,
-        with(json!({"thinkingBudgetTokens": 1500, "temperature": 1.0})),
+        &with(json!({"thinkingBudgetTokens": 1500, "temperature": 1.0})),
     )
     .await;
     assert_eq!(
@@ -104,7 +104,7 @@ async fn each_setting_reaches_the_body_under_the_apis_name() {
     );
     assert_eq!(body["max_tokens"], json!(2048));
     assert_eq!(body["temperature"], json!(1.0));
-    let body = sent(&provider, &mut server, request(1, first_messages())).await;
+    let body = sent(&provider, &mut server, &request(1, first_messages())).await;
     assert_eq!(
         body["thinking"],
         json!({"type": "enabled", "budget_tokens": 1024})
@@ -136,10 +136,10 @@ async fn settings_the_api_does_not_take_are_refused_before_anything_is_sent() {
         ),
     ];
     for (settings, expected) in cases {
-        assert_setting_refused(&provider, with(settings.clone()), &settings, expected).await;
+        assert_setting_refused(&provider, &with(settings.clone()), &settings, expected).await;
     }
     // Nothing reached the server: the next request it sees is this one.
-    let body = sent(&provider, &mut server, request(1, first_messages())).await;
+    let body = sent(&provider, &mut server, &request(1, first_messages())).await;
     assert_eq!(body["messages"][0]["content"][0]["text"], "Write a scene.");
 }
 
@@ -148,7 +148,7 @@ async fn breakpoints_mark_tools_system_and_the_last_two_user_turns() {
     let mut server = TestServer::always(plain()).await;
     let provider = AnthropicProvider::new(config(&server)).unwrap();
     // Round 1: tools, system, the only user turn.
-    let body = sent(&provider, &mut server, request(1, first_messages())).await;
+    let body = sent(&provider, &mut server, &request(1, first_messages())).await;
     assert_eq!(
         breakpoints(&body),
         ["/messages/0/content/0", "/system/0", "/tools/1"]
@@ -167,7 +167,7 @@ async fn breakpoints_mark_tools_system_and_the_last_two_user_turns() {
     messages.push(call("t2"));
     messages.push(tool_result("t2", "two", false));
     messages.push(tool_result("t3", "three", false));
-    let body = sent(&provider, &mut server, request(3, messages.clone())).await;
+    let body = sent(&provider, &mut server, &request(3, messages.clone())).await;
     let marks = breakpoints(&body);
     assert_eq!(
         marks,
@@ -191,7 +191,7 @@ async fn breakpoints_mark_tools_system_and_the_last_two_user_turns() {
     // Turned off, nothing is marked and the system prompt stays a string.
     let mut server = TestServer::always(plain()).await;
     let provider = AnthropicProvider::new(config(&server).with_prompt_caching(false)).unwrap();
-    let body = sent(&provider, &mut server, request(3, messages)).await;
+    let body = sent(&provider, &mut server, &request(3, messages)).await;
     assert!(breakpoints(&body).is_empty(), "{body}");
     assert_eq!(body["system"], json!("You are a writer."));
 }
@@ -202,7 +202,7 @@ async fn an_hour_long_cache_marks_every_breakpoint_with_its_ttl() {
     let provider = AnthropicProvider::new(config(&server)).unwrap();
     let mut hour = request(1, first_messages());
     hour.cache_ttl = Some(CacheTtl::OneHour);
-    let body = sent(&provider, &mut server, hour).await;
+    let body = sent(&provider, &mut server, &hour).await;
     let one_hour = json!({"type": "ephemeral", "ttl": "1h"});
     assert_eq!(
         body["tools"][1]["cache_control"], one_hour,
@@ -222,7 +222,7 @@ async fn an_hour_long_cache_marks_every_breakpoint_with_its_ttl() {
     for ttl in [None, Some(CacheTtl::ProviderDefault)] {
         let mut plain_request = request(1, first_messages());
         plain_request.cache_ttl = ttl;
-        let body = sent(&provider, &mut server, plain_request).await;
+        let body = sent(&provider, &mut server, &plain_request).await;
         assert_eq!(
             body["system"][0]["cache_control"],
             json!({"type": "ephemeral"}),
@@ -236,7 +236,7 @@ async fn an_hour_long_cache_marks_every_breakpoint_with_its_ttl() {
     let provider = AnthropicProvider::new(config(&server).with_prompt_caching(false)).unwrap();
     let mut hour = request(1, first_messages());
     hour.cache_ttl = Some(CacheTtl::OneHour);
-    let body = sent(&provider, &mut server, hour).await;
+    let body = sent(&provider, &mut server, &hour).await;
     assert!(breakpoints(&body).is_empty(), "{body}");
 }
 
@@ -249,7 +249,7 @@ async fn cache_reads_and_writes_are_parts_of_the_whole_prompt() {
     .await;
     let provider = AnthropicProvider::new(config(&server)).unwrap();
     let response = provider
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap();
     server.next_request().await;
@@ -301,7 +301,7 @@ async fn a_prompt_too_long_is_a_context_overflow_with_both_sizes() {
     let server = TestServer::always(Reply::json(400, &body)).await;
     let error = AnthropicProvider::new(config(&server))
         .unwrap()
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(!error.is_retryable());
@@ -335,7 +335,7 @@ async fn a_connection_that_drops_settings_sends_the_rest_and_says_what_it_droppe
     let dropped = dropping.check_settings(&parsed, None).unwrap();
     let names: Vec<&str> = dropped.iter().map(|d| d.setting.as_str()).collect();
     assert_eq!(names, ["minP", "seed"]);
-    let body = sent(&dropping, &mut server, with(settings)).await;
+    let body = sent(&dropping, &mut server, &with(settings)).await;
     assert_eq!(body["temperature"], json!(0.4));
     assert!(
         body.get("seed").is_none() && body.get("min_p").is_none(),

@@ -96,7 +96,7 @@ async fn streamed_blocks_are_rebuilt_and_thinking_replayed_on_the_next_turn() {
     let deltas = Arc::new(Deltas::default());
     let turn = request(1, first_messages());
     let response = provider
-        .stream(turn.clone(), deltas.clone(), CancellationToken::new())
+        .stream(&turn.clone(), deltas.clone(), CancellationToken::new())
         .await
         .unwrap();
 
@@ -172,7 +172,7 @@ async fn streamed_blocks_are_rebuilt_and_thinking_replayed_on_the_next_turn() {
     messages.push(tool_result("toolu_s1", "Wrote output/main.md.", false));
     messages.push(tool_result("toolu_s2", "Finished.", false));
     provider
-        .complete(request(2, messages), CancellationToken::new())
+        .complete(&request(2, messages), CancellationToken::new())
         .await
         .unwrap();
     let sent = server.next_request().await;

@@ -116,17 +116,17 @@ tt_ports::decorated_model_provider!(RecordingProvider, inner, forward [
 ], {
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let result = self.inner.complete(request.clone(), cancel).await;
-        self.record(&request, Vec::new(), &result)?;
+        let result = self.inner.complete(&request.clone(), cancel).await;
+        self.record(request, Vec::new(), &result)?;
         result
     }
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
@@ -137,13 +137,13 @@ tt_ports::decorated_model_provider!(RecordingProvider, inner, forward [
         let result = self
             .inner
             .stream(
-                request.clone(),
+                &request.clone(),
                 Arc::clone(&tee) as Arc<dyn ModelDeltaSink>,
                 cancel,
             )
             .await;
         let deltas = std::mem::take(&mut *tee.seen.lock().unwrap_or_else(PoisonError::into_inner));
-        self.record(&request, deltas, &result)?;
+        self.record(request, deltas, &result)?;
         result
     }
 });

@@ -195,7 +195,7 @@ impl ModelProvider for ReplayProvider {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.stream(request, Arc::new(Discard), cancel).await
@@ -203,14 +203,14 @@ impl ModelProvider for ReplayProvider {
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        let (deltas, outcome) = self.answer(&request)?;
+        let (deltas, outcome) = self.answer(request)?;
         for delta in deltas {
             sink.delta(delta);
         }

@@ -97,7 +97,7 @@ impl ModelDeltaSink for Collect {
 
 async fn stream(
     provider: &dyn ModelProvider,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
 ) -> (Result<AgentModelResponse, ModelError>, Vec<ModelDelta>) {
     let sink = Arc::new(Collect::default());
     let result = provider
@@ -117,14 +117,14 @@ async fn record(dir: &tempfile::TempDir, fail_first: bool) -> std::path::PathBuf
     if fail_first {
         let (result, _) = stream(
             &recorder,
-            request(RECORDED_RUN, 1, &user_text(RECORDED_TASK)),
+            &request(RECORDED_RUN, 1, &user_text(RECORDED_TASK)),
         )
         .await;
         assert!(matches!(result, Err(ModelError::Transient { .. })));
     }
     let (result, deltas) = stream(
         &recorder,
-        request(RECORDED_RUN, 1, &user_text(RECORDED_TASK)),
+        &request(RECORDED_RUN, 1, &user_text(RECORDED_TASK)),
     )
     .await;
     assert!(result.is_ok());
@@ -152,7 +152,7 @@ async fn a_replay_answers_offline_with_the_ids_of_the_new_run() {
         "upstream",
         "a replay goes by the recorded provider's name"
     );
-    let (result, deltas) = stream(&replay, replay_request()).await;
+    let (result, deltas) = stream(&replay, &replay_request()).await;
     let response = result.unwrap();
     assert_eq!(
         deltas,
@@ -178,14 +178,14 @@ async fn a_replay_answers_offline_with_the_ids_of_the_new_run() {
 async fn recorded_errors_replay_as_the_same_errors() {
     let dir = tempfile::tempdir().unwrap();
     let replay = recorded_replay(&dir, true).await;
-    let (first, _) = stream(&replay, replay_request()).await;
+    let (first, _) = stream(&replay, &replay_request()).await;
     assert_eq!(
         first.unwrap_err(),
         ModelError::Transient {
             message: "502 bad gateway".into()
         }
     );
-    let (second, _) = stream(&replay, replay_request()).await;
+    let (second, _) = stream(&replay, &replay_request()).await;
     assert!(second.is_ok(), "the retry gets the recorded answer");
 }
 
@@ -194,7 +194,7 @@ async fn a_changed_request_fails_with_a_mismatch_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let replay = recorded_replay(&dir, false).await;
     let edited = format!("Your critic works on {REPLAY_TASK} now.");
-    let (result, _) = stream(&replay, request(REPLAY_RUN, 1, &edited)).await;
+    let (result, _) = stream(&replay, &request(REPLAY_RUN, 1, &edited)).await;
     let error = result.unwrap_err();
     assert_eq!(error.code(), "model.cassette_mismatch");
     insta::assert_snapshot!(error.to_string(), @r#"model.cassette_mismatch: the request of agent `writer` in round 1 differs from the recording: messages[1].parts[0].text: differs at character 5: recorded "Your helper works on <task#1> now.", now "Your critic works on <task#1> now.""#);
@@ -205,8 +205,8 @@ async fn a_changed_request_fails_with_a_mismatch_naming_the_field() {
 async fn a_request_beyond_the_recording_is_a_mismatch() {
     let dir = tempfile::tempdir().unwrap();
     let replay = recorded_replay(&dir, false).await;
-    let (_, _) = stream(&replay, replay_request()).await;
-    let (again, _) = stream(&replay, replay_request()).await;
+    let (_, _) = stream(&replay, &replay_request()).await;
+    let (again, _) = stream(&replay, &replay_request()).await;
     let error = again.unwrap_err();
     assert_eq!(error.code(), "model.cassette_mismatch");
     assert!(
@@ -242,7 +242,7 @@ async fn a_cancelled_replay_call_answers_cancelled_and_uses_nothing() {
     let cancel = CancellationToken::new();
     cancel.cancel();
     let result = replay
-        .stream(replay_request(), Arc::new(Collect::default()), cancel)
+        .stream(&replay_request(), Arc::new(Collect::default()), cancel)
         .await;
     assert_eq!(result.unwrap_err(), ModelError::Cancelled);
     assert_eq!(replay.remaining(), 1);

@@ -79,7 +79,7 @@ async fn parallel_tool_calls_then_results_replayed_on_the_next_turn() {
     let mut turn = request(1, first_messages());
     turn.model_id = Some("bound-model".into());
     let response = provider
-        .complete(turn.clone(), CancellationToken::new())
+        .complete(&turn.clone(), CancellationToken::new())
         .await
         .unwrap();
     let ids: Vec<String> = response.tool_calls().into_iter().map(|c| c.id).collect();
@@ -108,7 +108,7 @@ async fn parallel_tool_calls_then_results_replayed_on_the_next_turn() {
     let mut next = request(2, messages);
     next.model_id = Some("bound-model".into());
     let response = provider
-        .complete(next, CancellationToken::new())
+        .complete(&next, CancellationToken::new())
         .await
         .unwrap();
     assert_eq!(response.tool_calls()[0].id, "call_C");
@@ -166,7 +166,7 @@ async fn an_assistant_turn_with_only_tool_calls_is_replayed_with_null_content() 
         "output/main.md",
     ));
     provider(&server)
-        .complete(request(2, messages), CancellationToken::new())
+        .complete(&request(2, messages), CancellationToken::new())
         .await
         .unwrap();
     let sent = server.next_request().await;

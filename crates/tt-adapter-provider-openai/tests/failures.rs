@@ -141,7 +141,7 @@ async fn unparseable_or_non_object_arguments_pass_through_for_the_runtime_to_ans
         ))
         .await;
         let response = provider(&server)
-            .complete(request(1, first_messages()), CancellationToken::new())
+            .complete(&request(1, first_messages()), CancellationToken::new())
             .await
             .unwrap();
         server.next_request().await;
@@ -159,7 +159,7 @@ async fn a_request_timeout_is_a_retried_timeout() {
         OpenAiProvider::new(config(&server).with_request_timeout(Duration::from_millis(50)))
             .unwrap();
     let error = provider
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(
@@ -179,7 +179,7 @@ async fn a_refused_connection_is_transient() {
         OpenAiProvider::new(OpenAiConfig::new(format!("http://{addr}/v1")).with_default_model("m"))
             .unwrap();
     let error = provider
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(error, ModelError::Transient { .. }), "{error:?}");
@@ -189,7 +189,7 @@ async fn a_refused_connection_is_transient() {
 async fn no_model_id_anywhere_is_an_error_before_any_request() {
     let provider = OpenAiProvider::new(OpenAiConfig::new("http://127.0.0.1:9/v1")).unwrap();
     let error = provider
-        .complete(request(1, first_messages()), CancellationToken::new())
+        .complete(&request(1, first_messages()), CancellationToken::new())
         .await
         .unwrap_err();
     assert!(matches!(&error, ModelError::Other(message) if message.contains("no model id")));

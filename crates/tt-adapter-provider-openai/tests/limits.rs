@@ -109,7 +109,7 @@ async fn max_tokens_is_the_lowest_of_request_and_connection_or_the_default() {
         config.max_tokens = cap;
         let mut request = request(1, first_messages());
         request.max_output_tokens = asked;
-        let body = sent(&OpenAiProvider::new(config).unwrap(), &mut server, request).await;
+        let body = sent(&OpenAiProvider::new(config).unwrap(), &mut server, &request).await;
         assert_eq!(body["max_tokens"], max_tokens);
     }
 }

@@ -24,7 +24,7 @@ fn provider(fake: &LlamaFake, stream: bool) -> OpenAiProvider {
 
 async fn call(
     provider: &OpenAiProvider,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     stream: bool,
 ) -> Result<tt_domain::model::AgentModelResponse, ModelError> {
     if stream {
@@ -51,7 +51,7 @@ async fn sampler_settings_reach_the_server_under_llama_cpp_names() {
     }))
     .unwrap();
     turn.max_output_tokens = Some(300);
-    let response = call(&provider, turn, false).await.unwrap();
+    let response = call(&provider, &turn, false).await.unwrap();
     fake.server.next_request().await;
     assert_eq!(
         response.raw_response["sampler_fields"],
@@ -73,7 +73,7 @@ async fn a_prompt_over_the_window_is_a_context_overflow_with_both_sizes() {
             AgentModelMessage::text(ModelRole::System, "You are a writer."),
             AgentModelMessage::text(ModelRole::User, &long),
         ];
-        let error = call(&provider, request(1, messages), stream)
+        let error = call(&provider, &request(1, messages), stream)
             .await
             .unwrap_err();
         let sent = fake.server.next_request().await;
@@ -105,14 +105,14 @@ async fn a_growing_conversation_is_served_from_the_cache_from_round_two() {
         let mut fake = LlamaFake::start(8192).await;
         let provider = provider(&fake, stream);
         let mut messages = first_messages();
-        let first = call(&provider, request(1, messages.clone()), stream)
+        let first = call(&provider, &request(1, messages.clone()), stream)
             .await
             .unwrap();
         fake.server.next_request().await;
         assert_eq!(first.usage.unwrap().cached_input_tokens, 0);
         messages.push(first.message.clone());
         messages.push(AgentModelMessage::text(ModelRole::User, "Go on."));
-        let second = call(&provider, request(2, messages), stream).await.unwrap();
+        let second = call(&provider, &request(2, messages), stream).await.unwrap();
         let sent: Value = fake.server.next_request().await.body;
         let usage = second.usage.unwrap();
         assert!(usage.cached_input_tokens > 0, "{usage:?}");

@@ -48,7 +48,7 @@ fn every_setting() -> Value {
 async fn a_compatible_server_gets_every_setting_under_its_own_name_and_cache_prompt() {
     let mut server = TestServer::always(reply(plain_usage(), None)).await;
     let provider = OpenAiProvider::new(config(&server)).unwrap();
-    let body = sent(&provider, &mut server, with(every_setting())).await;
+    let body = sent(&provider, &mut server, &with(every_setting())).await;
     for (field, value) in [
         ("temperature", json!(0.0)),
         ("top_p", json!(0.9)),
@@ -80,7 +80,7 @@ async fn openai_itself_gets_a_prompt_cache_key_per_run_and_profile_and_no_llama_
     let body = sent(
         &provider,
         &mut server,
-        with(json!({"temperature": 0.3, "seed": 1, "stop": ["a", "b"]})),
+        &with(json!({"temperature": 0.3, "seed": 1, "stop": ["a", "b"]})),
     )
     .await;
     assert_eq!(body["temperature"], json!(0.3));
@@ -88,7 +88,7 @@ async fn openai_itself_gets_a_prompt_cache_key_per_run_and_profile_and_no_llama_
     assert_eq!(body["prompt_cache_key"], json!("run_a:writer"));
     assert!(body.get("cache_prompt").is_none(), "{body}");
     // No settings: only the cache key is added.
-    let body = sent(&provider, &mut server, request(1, first_messages())).await;
+    let body = sent(&provider, &mut server, &request(1, first_messages())).await;
     assert!(body.get("temperature").is_none(), "{body}");
     assert_eq!(body["prompt_cache_key"], json!("run_a:writer"));
 }
@@ -126,7 +126,7 @@ async fn settings_openai_does_not_take_are_refused_before_anything_is_sent() {
         ),
     ];
     for (provider, settings, expected) in cases {
-        assert_setting_refused(provider, with(settings.clone()), &settings, expected).await;
+        assert_setting_refused(provider, &with(settings.clone()), &settings, expected).await;
     }
 }
 
@@ -154,7 +154,7 @@ async fn cached_prompt_tokens_are_read_from_usage_details_or_llama_timings() {
         let server = TestServer::always(reply).await;
         let response = OpenAiProvider::new(config(&server))
             .unwrap()
-            .complete(request(1, first_messages()), CancellationToken::new())
+            .complete(&request(1, first_messages()), CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(
@@ -215,7 +215,7 @@ async fn a_connection_that_drops_settings_names_them_at_the_check_and_leaves_the
     let body = sent(
         &dropping,
         &mut server,
-        with(json!({"topK": 40, "temperature": 0.2, "seed": 3})),
+        &with(json!({"topK": 40, "temperature": 0.2, "seed": 3})),
     )
     .await;
     assert!(body.get("top_k").is_none(), "{body}");

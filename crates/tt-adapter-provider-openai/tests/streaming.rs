@@ -77,7 +77,7 @@ async fn streamed_tool_call_fragments_are_reassembled_exactly() {
     let deltas = Arc::new(Deltas::default());
     let response = provider(&server)
         .stream(
-            request(1, first_messages()),
+            &request(1, first_messages()),
             deltas.clone(),
             CancellationToken::new(),
         )

@@ -141,15 +141,15 @@ impl ModelProvider for FnProvider {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        let response = (self.reply)(&request)?.into_response(request.round);
+        let response = (self.reply)(request)?.into_response(request.round);
         delay(response.delay_ms, &cancel).await?;
-        Ok(build_response(&request, response))
+        Ok(build_response(request, response))
     }
 }
 
@@ -188,7 +188,7 @@ mod tests {
     async fn the_closure_answers_from_the_request() {
         let provider = provider();
         let first = provider
-            .complete(request(1), CancellationToken::new())
+            .complete(&request(1), CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(first.finish_reason.as_deref(), Some("tool_calls"));
@@ -203,7 +203,7 @@ mod tests {
             other => panic!("expected a tool call, got {other:?}"),
         }
         let second = provider
-            .complete(request(2), CancellationToken::new())
+            .complete(&request(2), CancellationToken::new())
             .await
             .unwrap();
         assert!(matches!(
@@ -211,7 +211,7 @@ mod tests {
             ModelContentPart::ToolCall { call } if call.id == "call_2_1" && call.name == "workspace_finish"
         ));
         let third = provider
-            .complete(request(3), CancellationToken::new())
+            .complete(&request(3), CancellationToken::new())
             .await
             .unwrap_err();
         assert!(matches!(third, ModelError::Transient { .. }));
@@ -221,7 +221,8 @@ mod tests {
     async fn a_delayed_reply_ends_cancelled_when_the_call_is_cancelled() {
         let provider = FnProvider::new(|_| Ok(ModelReply::text("late").after(Duration::MAX)));
         let cancel = CancellationToken::new();
-        let call = provider.complete(request(1), cancel.clone());
+        let first = request(1);
+        let call = provider.complete(&first, cancel.clone());
         cancel.cancel();
         assert!(matches!(call.await, Err(ModelError::Cancelled)));
     }

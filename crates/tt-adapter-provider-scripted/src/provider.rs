@@ -251,23 +251,23 @@ impl ModelProvider for ScriptedProvider {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        match self.decide(&request)? {
+        match self.decide(request)? {
             Step::Fail { error, delay_ms } => {
                 delay(delay_ms, &cancel).await?;
                 Err(error)
             }
             Step::Respond(response) => {
                 delay(response.delay_ms, &cancel).await?;
-                if let Some(hold) = self.hold_for(&request) {
+                if let Some(hold) = self.hold_for(request) {
                     hold.wait(&cancel).await?;
                 }
-                Ok(build_response(&request, response))
+                Ok(build_response(request, response))
             }
         }
     }

@@ -115,10 +115,10 @@ impl ModelProvider for ScriptedScenarios {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.choose(&request).complete(request, cancel).await
+        self.choose(request).complete(request, cancel).await
     }
 
     async fn close_session(&self, session_id: &str) {
@@ -156,7 +156,7 @@ mod tests {
         )
     }
 
-    async fn text_of(provider: &ScriptedScenarios, request: AgentModelRequest) -> String {
+    async fn text_of(provider: &ScriptedScenarios, request: &AgentModelRequest) -> String {
         let response = provider
             .complete(request, CancellationToken::new())
             .await
@@ -173,19 +173,19 @@ mod tests {
             .scenario("[quick]", script("quick"))
             .scenario("[slow]", script("slow"));
         let run_a = request("run_a", "default-writer", "inv_root", "Go. [slow]");
-        assert_eq!(text_of(&provider, run_a).await, "slow");
+        assert_eq!(text_of(&provider, &run_a).await, "slow");
         // A sub-agent of the same run has no marker in its brief: it stays in the scenario.
         let child = request("run_a", "scene-critic", "inv_child", "Review it.");
-        assert_eq!(text_of(&provider, child).await, "slow critic");
+        assert_eq!(text_of(&provider, &child).await, "slow critic");
         assert_eq!(
             provider.scenario_of(&RunId::from_raw("run_a")),
             Some("[slow]")
         );
         // Markers only count in user messages; a run without one plays the fallback.
         let run_b = request("run_b", "default-writer", "inv_root", "Go.");
-        assert_eq!(text_of(&provider, run_b).await, "fallback");
+        assert_eq!(text_of(&provider, &run_b).await, "fallback");
         assert_eq!(provider.scenario_of(&RunId::from_raw("run_b")), None);
         let run_c = request("run_c", "default-writer", "inv_root", "[quick] please");
-        assert_eq!(text_of(&provider, run_c).await, "quick");
+        assert_eq!(text_of(&provider, &run_c).await, "quick");
     }
 }

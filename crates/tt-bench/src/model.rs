@@ -248,13 +248,13 @@ impl ModelProvider for FanoutModel {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         if cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        decide(&request, self.children)
+        decide(request, self.children)
             .map(|turn| response(&turn))
             .map_err(|err| ModelError::Unavailable {
                 code: error_codes::MODEL_SCRIPT_EXHAUSTED,
@@ -447,12 +447,12 @@ mod tests {
     async fn the_provider_answers_from_the_request_and_fails_loudly_off_script() {
         let model = FanoutModel::new(2);
         let answer = model
-            .complete(request(ROOT_PROFILE, 1, None), CancellationToken::new())
+            .complete(&request(ROOT_PROFILE, 1, None), CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(answer.tool_calls().len(), 2);
         let err = model
-            .complete(request(ROOT_PROFILE, 9, None), CancellationToken::new())
+            .complete(&request(ROOT_PROFILE, 9, None), CancellationToken::new())
             .await
             .unwrap_err();
         assert_eq!(err.code(), "model.script_exhausted");
@@ -460,7 +460,7 @@ mod tests {
         cancel.cancel();
         assert_eq!(
             model
-                .complete(request(ROOT_PROFILE, 1, None), cancel)
+                .complete(&request(ROOT_PROFILE, 1, None), cancel)
                 .await
                 .unwrap_err(),
             ModelError::Cancelled

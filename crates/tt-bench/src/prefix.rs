@@ -118,7 +118,7 @@ impl PrefixMeter {
             let Ok(_turn) = one_at_a_time.acquire().await else {
                 return (session, Err("the bench stopped counting".to_owned()));
             };
-            let counted = match server.complete(request, CancellationToken::new()).await {
+            let counted = match server.complete(&request, CancellationToken::new()).await {
                 Ok(response) => response
                     .usage
                     .map(|usage| usage.input_tokens)

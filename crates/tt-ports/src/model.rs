@@ -18,10 +18,12 @@ pub trait ModelProvider: Send + Sync {
     fn name(&self) -> &str;
 
     /// Runs one model call. Must return `ModelError::Cancelled` promptly once `cancel` fires,
-    /// aborting any in-flight request.
+    /// aborting any in-flight request. The request is borrowed: the runtime keeps the agent's
+    /// history, and a retry sends the same request again, so a provider copies only what it
+    /// must keep.
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError>;
 
@@ -30,7 +32,7 @@ pub trait ModelProvider: Send + Sync {
     /// stream keep this default, which forwards nothing.
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {

@@ -12,7 +12,7 @@
 ///
 /// ```ignore
 /// tt_ports::decorated_model_provider!(Metered, inner, forward [name, complete, transport], {
-///     async fn stream(&self, request: AgentModelRequest, sink: Arc<dyn ModelDeltaSink>,
+///     async fn stream(&self, request: &AgentModelRequest, sink: Arc<dyn ModelDeltaSink>,
 ///         cancel: CancellationToken) -> Result<AgentModelResponse, ModelError> { .. }
 /// });
 /// ```
@@ -45,7 +45,7 @@ macro_rules! decorated_model_provider {
         $crate::decorated_model_provider!(@munch $decorator, $inner, [$($hook)?], [$($rest)*], [$($done)*
             async fn complete(
                 &self,
-                request: $crate::__domain::model::AgentModelRequest,
+                request: &$crate::__domain::model::AgentModelRequest,
                 cancel: $crate::CancellationToken,
             ) -> Result<$crate::__domain::model::AgentModelResponse, $crate::ModelError> {
                 $(self.$hook(&request);)?
@@ -57,7 +57,7 @@ macro_rules! decorated_model_provider {
         $crate::decorated_model_provider!(@munch $decorator, $inner, [$($hook)?], [$($rest)*], [$($done)*
             async fn stream(
                 &self,
-                request: $crate::__domain::model::AgentModelRequest,
+                request: &$crate::__domain::model::AgentModelRequest,
                 sink: ::std::sync::Arc<dyn $crate::ModelDeltaSink>,
                 cancel: $crate::CancellationToken,
             ) -> Result<$crate::__domain::model::AgentModelResponse, $crate::ModelError> {
@@ -150,7 +150,7 @@ mod tests {
 
         async fn complete(
             &self,
-            _request: AgentModelRequest,
+            _request: &AgentModelRequest,
             _cancel: CancellationToken,
         ) -> Result<AgentModelResponse, ModelError> {
             Err(ModelError::Cancelled)
@@ -233,9 +233,9 @@ mod tests {
         counted.close_session("run_a:inv_a").await;
         assert_eq!(*counted.inner.closed.lock().unwrap(), ["run_a:inv_a"]);
         let cancel = CancellationToken::new();
-        assert!(counted.complete(request(), cancel.clone()).await.is_err());
+        assert!(counted.complete(&request(), cancel.clone()).await.is_err());
         let sink: std::sync::Arc<dyn crate::ModelDeltaSink> = std::sync::Arc::new(Ignore);
-        assert!(counted.stream(request(), sink, cancel).await.is_err());
+        assert!(counted.stream(&request(), sink, cancel).await.is_err());
         assert_eq!(counted.seen.load(Ordering::Relaxed), 2);
     }
 

@@ -206,11 +206,11 @@ impl HttpEndpoint {
         &self,
         wire: &W,
         provider: &str,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: &CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = wire.request_body(&request, false)?;
-        let span = request_span(provider, self.url(), &request, false);
+        let body = wire.request_body(request, false)?;
+        let span = request_span(provider, self.url(), request, false);
         self.complete_body::<W>(body, cancel).instrument(span).await
     }
 
@@ -235,12 +235,12 @@ impl HttpEndpoint {
         &self,
         wire: &W,
         provider: &str,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: &dyn ModelDeltaSink,
         cancel: &CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        let body = wire.request_body(&request, true)?;
-        let span = request_span(provider, self.url(), &request, true);
+        let body = wire.request_body(request, true)?;
+        let span = request_span(provider, self.url(), request, true);
         let whole = self.stream_body::<W>(body, sink, cancel);
         // The request timeout bounds the whole streamed answer too, not only the silence
         // between its pieces: a server trickling a few bytes at a time is cut off.

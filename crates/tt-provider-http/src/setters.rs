@@ -212,7 +212,7 @@ macro_rules! http_model_provider {
 
             async fn complete(
                 &self,
-                request: ::tt_domain::model::AgentModelRequest,
+                request: &::tt_domain::model::AgentModelRequest,
                 cancel: ::tokio_util::sync::CancellationToken,
             ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {
                 self.http.complete(self, $name, request, &cancel).await
@@ -220,7 +220,7 @@ macro_rules! http_model_provider {
 
             async fn stream(
                 &self,
-                request: ::tt_domain::model::AgentModelRequest,
+                request: &::tt_domain::model::AgentModelRequest,
                 sink: ::std::sync::Arc<dyn ::tt_ports::ModelDeltaSink>,
                 cancel: ::tokio_util::sync::CancellationToken,
             ) -> Result<::tt_domain::model::AgentModelResponse, ::tt_ports::ModelError> {

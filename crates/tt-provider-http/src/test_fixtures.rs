@@ -162,7 +162,7 @@ pub fn assert_writes_night(response: &AgentModelResponse, id: &str) {
 pub async fn sent(
     provider: &dyn ModelProvider,
     server: &mut TestServer,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
 ) -> Value {
     provider
         .complete(request, CancellationToken::new())
@@ -180,8 +180,8 @@ pub async fn round_one(
     cancel: CancellationToken,
 ) -> Result<AgentModelResponse, ModelError> {
     match deltas {
-        Some(deltas) => provider.stream(request(1, messages), deltas, cancel).await,
-        None => provider.complete(request(1, messages), cancel).await,
+        Some(deltas) => provider.stream(&request(1, messages), deltas, cancel).await,
+        None => provider.complete(&request(1, messages), cancel).await,
     }
 }
 
@@ -212,7 +212,7 @@ pub trait AdapterUnderTest {
     async fn answer_first_round(reply: &Value) -> (AgentModelResponse, Recorded) {
         let mut server = TestServer::always(Reply::json(200, reply)).await;
         let response = Self::provider(&server)
-            .complete(request(1, Self::first_messages()), CancellationToken::new())
+            .complete(&request(1, Self::first_messages()), CancellationToken::new())
             .await
             .unwrap();
         (response, server.next_request().await)
@@ -323,7 +323,7 @@ pub trait AdapterUnderTest {
             ..HttpLimits::default()
         };
         let error = Self::provider_with_limits(&server, limits)
-            .complete(request(1, Self::first_messages()), CancellationToken::new())
+            .complete(&request(1, Self::first_messages()), CancellationToken::new())
             .await
             .unwrap_err();
         assert_eq!(error.code(), "model.response_too_large");
@@ -341,7 +341,7 @@ pub trait AdapterUnderTest {
         let deltas = Arc::new(Deltas::default());
         let error = Self::provider_with_limits(&server, limits)
             .stream(
-                request(1, Self::first_messages()),
+                &request(1, Self::first_messages()),
                 deltas.clone(),
                 CancellationToken::new(),
             )
@@ -466,7 +466,7 @@ pub async fn assert_headers_time_out_either_way(provider: &dyn ModelProvider, se
 /// not retried) with a message containing `expected`; `settings` names the case.
 pub async fn assert_setting_refused(
     provider: &dyn ModelProvider,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     settings: &Value,
     expected: &str,
 ) {

@@ -348,7 +348,7 @@ tt_ports::decorated_model_provider!(WholeResponses, 0, forward [
 ], {
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         _sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {

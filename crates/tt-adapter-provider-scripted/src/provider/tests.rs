@@ -61,7 +61,7 @@ fn request(agent: &str, invocation: &str, assistant_turns: usize) -> AgentModelR
 
 async fn call(
     provider: &ScriptedProvider,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
 ) -> Result<tt_domain::model::AgentModelResponse, ModelError> {
     provider.complete(request, CancellationToken::new()).await
 }
@@ -69,7 +69,7 @@ async fn call(
 #[tokio::test]
 async fn turn_is_chosen_by_the_round_of_the_request() {
     let provider = provider();
-    let first = call(&provider, request("default-writer", "inv_root", 0))
+    let first = call(&provider, &request("default-writer", "inv_root", 0))
         .await
         .unwrap();
     assert_eq!(first.text(), "Drafting.");
@@ -86,7 +86,7 @@ async fn turn_is_chosen_by_the_round_of_the_request() {
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
 
     // Replaying the same conversation replays the same turn.
-    let again = call(&provider, request("default-writer", "inv_root", 0))
+    let again = call(&provider, &request("default-writer", "inv_root", 0))
         .await
         .unwrap();
     assert_eq!(again, first);
@@ -95,14 +95,18 @@ async fn turn_is_chosen_by_the_round_of_the_request() {
 #[tokio::test]
 async fn two_agents_interleave_on_their_own_scripts() {
     let provider = provider();
-    let critic_1 = call(&provider, request("scene-critic", "inv_c", 0));
-    let writer_1 = call(&provider, request("default-writer", "inv_root", 0));
+    let (critic_request, writer_request) = (
+        request("scene-critic", "inv_c", 0),
+        request("default-writer", "inv_root", 0),
+    );
+    let critic_1 = call(&provider, &critic_request);
+    let writer_1 = call(&provider, &writer_request);
     let (critic_1, writer_1) = tokio::join!(critic_1, writer_1);
     assert_eq!(critic_1.unwrap().tool_calls()[0].id, "call_r1");
     assert_eq!(writer_1.unwrap().tool_calls()[0].id, "call_w1");
 
     // A second session of the same agent starts from its first turn.
-    let other_critic = call(&provider, request("scene-critic", "inv_d", 0))
+    let other_critic = call(&provider, &request("scene-critic", "inv_d", 0))
         .await
         .unwrap();
     assert_eq!(other_critic.tool_calls()[0].id, "call_r1");
@@ -115,26 +119,26 @@ async fn injected_errors_fire_once_per_session_then_the_turn_plays() {
     let provider = provider();
     let second_turn = || request("default-writer", "inv_root", 1);
     assert_eq!(
-        call(&provider, second_turn()).await.unwrap_err(),
+        call(&provider, &second_turn()).await.unwrap_err(),
         ModelError::RateLimited {
             message: "slow down".into(),
             retry_after_ms: Some(10)
         }
     );
     assert_eq!(
-        call(&provider, second_turn()).await.unwrap_err(),
+        call(&provider, &second_turn()).await.unwrap_err(),
         ModelError::Transient {
             message: "502".into()
         }
     );
-    let answer = call(&provider, second_turn()).await.unwrap();
+    let answer = call(&provider, &second_turn()).await.unwrap();
     assert_eq!(answer.tool_calls()[0].id, "call_f1");
-    assert_eq!(call(&provider, second_turn()).await.unwrap(), answer);
+    assert_eq!(call(&provider, &second_turn()).await.unwrap(), answer);
 
     // Another session of the same agent gets its own errors.
     let other = request("default-writer", "inv_handoff", 1);
     assert!(
-        call(&provider, other.clone())
+        call(&provider, &other.clone())
             .await
             .unwrap_err()
             .is_retryable()
@@ -142,13 +146,13 @@ async fn injected_errors_fire_once_per_session_then_the_turn_plays() {
 
     // Closing a session forgets its counters.
     provider.close_session("run_a:inv_root").await;
-    assert!(call(&provider, second_turn()).await.is_err());
+    assert!(call(&provider, &second_turn()).await.is_err());
 }
 
 #[tokio::test]
 async fn exhaustion_names_the_agent_and_turn() {
     let provider = provider();
-    let err = call(&provider, request("default-writer", "inv_root", 2))
+    let err = call(&provider, &request("default-writer", "inv_root", 2))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "model.script_exhausted");
@@ -157,7 +161,7 @@ async fn exhaustion_names_the_agent_and_turn() {
     assert!(message.contains("turn 3"), "{message}");
     assert!(!err.is_retryable());
 
-    let err = call(&provider, request("stranger", "inv_x", 0))
+    let err = call(&provider, &request("stranger", "inv_x", 0))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "model.script_exhausted");
@@ -171,11 +175,11 @@ async fn trailing_errors_then_exhaustion() {
         r#"{"schemaVersion":1,"agents":{"w":[{"error":{"kind":"invalidResponse"}}]}}"#,
     )
     .unwrap();
-    let err = call(&provider, request("w", "inv_root", 0))
+    let err = call(&provider, &request("w", "inv_root", 0))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "model.upstream_invalid_response");
-    let err = call(&provider, request("w", "inv_root", 0))
+    let err = call(&provider, &request("w", "inv_root", 0))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "model.script_exhausted");
@@ -185,7 +189,7 @@ async fn trailing_errors_then_exhaustion() {
 async fn delays_use_tokio_time_and_cancel_interrupts_them() {
     let provider = provider();
     let started = tokio::time::Instant::now();
-    let answer = call(&provider, request("scene-critic", "inv_c", 1))
+    let answer = call(&provider, &request("scene-critic", "inv_c", 1))
         .await
         .unwrap();
     assert_eq!(started.elapsed(), Duration::from_millis(1000));
@@ -198,7 +202,7 @@ async fn delays_use_tokio_time_and_cancel_interrupts_them() {
         let cancel = cancel.clone();
         async move {
             provider
-                .complete(request("scene-critic", "inv_c", 1), cancel)
+                .complete(&request("scene-critic", "inv_c", 1), cancel)
                 .await
         }
     });
@@ -212,7 +216,7 @@ async fn delays_use_tokio_time_and_cancel_interrupts_them() {
     already.cancel();
     assert_eq!(
         provider
-            .complete(request("default-writer", "inv_root", 0), already)
+            .complete(&request("default-writer", "inv_root", 0), already)
             .await,
         Err(ModelError::Cancelled)
     );
@@ -251,12 +255,12 @@ async fn a_held_answer_waits_for_release_and_cancel_still_stops_it() {
     let hold = provider.hold_after("default-writer", 1);
     let held = tokio::spawn({
         let provider = Arc::clone(&provider);
-        async move { call(&provider, request("default-writer", "inv_root", 0)).await }
+        async move { call(&provider, &request("default-writer", "inv_root", 0)).await }
     });
     hold.reached().await;
     assert!(!held.is_finished());
     // Other agents and rounds are not held.
-    call(&provider, request("scene-critic", "inv_c", 0))
+    call(&provider, &request("scene-critic", "inv_c", 0))
         .await
         .unwrap();
     hold.release();
@@ -269,7 +273,7 @@ async fn a_held_answer_waits_for_release_and_cancel_still_stops_it() {
         let cancel = cancel.clone();
         async move {
             provider
-                .complete(request("scene-critic", "inv_d", 0), cancel)
+                .complete(&request("scene-critic", "inv_d", 0), cancel)
                 .await
         }
     });

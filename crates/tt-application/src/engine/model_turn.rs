@@ -187,7 +187,7 @@ impl Attempts {
             biased;
             () = inv.cancel.cancelled() => Err(ModelError::Cancelled),
             () = tokio::time::sleep_until(deadline) => Err(call_deadline_error(deadline_after, None)),
-            result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, invocation_id, request.clone(), call_cancel.clone()) => result?,
+            result = crate::engine::streaming::stream_with_deltas(ctx, &inv.model.provider, invocation_id, request, call_cancel.clone()) => result?,
         };
         call_cancel.cancel();
         Ok(outcome)

@@ -243,7 +243,7 @@ async fn ask_grader(
     };
     let response = binding
         .provider
-        .complete(request, inv.cancel.clone())
+        .complete(&request, inv.cancel.clone())
         .await
         .map_err(|err| {
             if inv.cancel.is_cancelled() {

@@ -105,7 +105,7 @@ pub(crate) async fn stream_with_deltas(
     ctx: &RunContext,
     provider: &Arc<dyn ModelProvider>,
     invocation_id: &InvocationId,
-    request: AgentModelRequest,
+    request: &AgentModelRequest,
     cancel: CancellationToken,
 ) -> ApplicationResult<Result<AgentModelResponse, ModelError>> {
     let round = request.round;

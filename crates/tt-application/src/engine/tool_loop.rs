@@ -528,8 +528,8 @@ async fn call_model(
             settings.max_output_tokens,
         )
         .await?;
-        // The history is lent to the request and taken back: the model call copies it once
-        // (per attempt), not twice.
+        // The history is lent to the request and taken back; providers borrow the request, so
+        // no attempt copies it.
         let request = AgentModelRequest {
             session: session.clone(),
             agent_profile_id: inv.profile.id().clone(),

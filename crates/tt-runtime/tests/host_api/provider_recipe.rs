@@ -26,7 +26,7 @@ impl ModelProvider for HouseModel {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         _cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         let (name, arguments) = match request.round {

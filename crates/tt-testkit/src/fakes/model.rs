@@ -170,7 +170,7 @@ impl ModelProvider for FakeModel {
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
         self.records().requests.push(request.clone());
@@ -178,7 +178,7 @@ impl ModelProvider for FakeModel {
             return Err(ModelError::Cancelled);
         }
         let predicate = self.hang_slot().clone();
-        if predicate.is_some_and(|hang| hang(&request)) {
+        if predicate.is_some_and(|hang| hang(request)) {
             let mut releases = self.releases.subscribe();
             self.parked.send_modify(|count| *count += 1);
             let _guard = ParkedGuard(&self.parked);
@@ -187,7 +187,7 @@ impl ModelProvider for FakeModel {
                 _ = releases.changed() => {}
             }
         }
-        (self.responder)(&request)
+        (self.responder)(request)
     }
 
     async fn close_session(&self, session_id: &str) {
@@ -244,7 +244,7 @@ pub(crate) mod tests {
             ))
         });
         let response = model
-            .complete(request("critic", "inv_a"), CancellationToken::new())
+            .complete(&request("critic", "inv_a"), CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(
@@ -262,14 +262,14 @@ pub(crate) mod tests {
         let token = CancellationToken::new();
         assert_eq!(
             model
-                .complete(request("critic", "inv_a"), token.clone())
+                .complete(&request("critic", "inv_a"), token.clone())
                 .await
                 .unwrap()
                 .text(),
             "one"
         );
         let err = model
-            .complete(request("critic", "inv_a"), token)
+            .complete(&request("critic", "inv_a"), token)
             .await
             .unwrap_err();
         assert_eq!(err.code(), "model.script_exhausted");
@@ -283,19 +283,19 @@ pub(crate) mod tests {
         let cancelled = tokio::spawn({
             let model = model.clone();
             let token = token.clone();
-            async move { model.complete(request("critic", "inv_a"), token).await }
+            async move { model.complete(&request("critic", "inv_a"), token).await }
         });
         let released = tokio::spawn({
             let model = model.clone();
             async move {
                 model
-                    .complete(request("critic", "inv_b"), CancellationToken::new())
+                    .complete(&request("critic", "inv_b"), CancellationToken::new())
                     .await
             }
         });
         model.wait_for_parked(2).await;
         let free = model
-            .complete(request("critic", "inv_free"), CancellationToken::new())
+            .complete(&request("critic", "inv_free"), CancellationToken::new())
             .await
             .unwrap();
         assert_eq!(free.text(), "released");
@@ -309,7 +309,7 @@ pub(crate) mod tests {
         pre_cancelled.cancel();
         assert_eq!(
             model
-                .complete(request("critic", "inv_c"), pre_cancelled)
+                .complete(&request("critic", "inv_c"), pre_cancelled)
                 .await,
             Err(ModelError::Cancelled)
         );

@@ -296,21 +296,21 @@ tt_ports::decorated_model_provider!(ShapedModel, inner, forward [
 
     async fn complete(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.arrive(&request).await?;
+        self.arrive(request).await?;
         let answer = self.inner.complete(request, cancel.clone()).await?;
         self.hold(answer, &cancel).await
     }
 
     async fn stream(
         &self,
-        request: AgentModelRequest,
+        request: &AgentModelRequest,
         sink: Arc<dyn ModelDeltaSink>,
         cancel: CancellationToken,
     ) -> Result<AgentModelResponse, ModelError> {
-        self.arrive(&request).await?;
+        self.arrive(request).await?;
         self.send_given(request.round, sink.as_ref(), &cancel)
             .await?;
         let answer = self.inner.complete(request, cancel.clone()).await?;
@@ -411,14 +411,14 @@ mod tests {
         ] {
             let sink = Arc::new(Collect::default());
             let answer = model
-                .stream(round(n), sink.clone(), CancellationToken::new())
+                .stream(&round(n), sink.clone(), CancellationToken::new())
                 .await
                 .unwrap();
             assert_eq!(answer.text(), "a storm came");
             assert_eq!(sink.texts(), expected);
         }
         // `complete` answers without deltas.
-        let answer = model.complete(round(3), CancellationToken::new()).await;
+        let answer = model.complete(&round(3), CancellationToken::new()).await;
         assert_eq!(answer.unwrap().text(), "a storm came");
         let rounds: Vec<u32> = model.take_requests().iter().map(|r| r.round).collect();
         assert_eq!(rounds, [1, 2, 3]);
@@ -434,10 +434,10 @@ mod tests {
         };
         let model = ShapedModel::around(inner.clone()).failing_first(2, refusal.clone());
         for _ in 0..2 {
-            let failed = model.complete(round(1), CancellationToken::new()).await;
+            let failed = model.complete(&round(1), CancellationToken::new()).await;
             assert_eq!(failed, Err(refusal.clone()));
         }
-        let answer = model.complete(round(1), CancellationToken::new()).await;
+        let answer = model.complete(&round(1), CancellationToken::new()).await;
         assert_eq!(answer.unwrap().text(), "ok");
         assert_eq!((model.call_count(), inner.call_count()), (3, 1));
     }
@@ -459,9 +459,9 @@ mod tests {
         let sink = Arc::new(Collect::default());
         let held = tokio::spawn({
             let (model, sink) = (Arc::clone(&model), sink.clone());
-            async move { model.stream(round(1), sink, CancellationToken::new()).await }
+            async move { model.stream(&round(1), sink, CancellationToken::new()).await }
         });
-        let free = model.complete(round(2), CancellationToken::new()).await;
+        let free = model.complete(&round(2), CancellationToken::new()).await;
         assert_eq!(free.unwrap().text(), "free");
         // The deltas went out before the hold.
         while sink.texts().is_empty() {
@@ -474,7 +474,7 @@ mod tests {
         let cancel = CancellationToken::new();
         let cancelled = tokio::spawn({
             let (model, cancel) = (Arc::clone(&model), cancel.clone());
-            async move { model.complete(round(1), cancel).await }
+            async move { model.complete(&round(1), cancel).await }
         });
         cancel.cancel();
         assert_eq!(cancelled.await.unwrap(), Err(ModelError::Cancelled));
@@ -489,7 +489,7 @@ mod tests {
         );
         let call = || {
             let model = Arc::clone(&model);
-            tokio::spawn(async move { model.complete(round(1), CancellationToken::new()).await })
+            tokio::spawn(async move { model.complete(&round(1), CancellationToken::new()).await })
         };
         let (mut first, mut second) = (call(), call());
         while model.call_count() < 2 {

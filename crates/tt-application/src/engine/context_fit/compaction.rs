@@ -218,7 +218,7 @@ async fn summarize(
     let response = tokio::select! {
         biased;
         () = inv.cancel.cancelled() => return Err(ApplicationError::cancelled()),
-        result = inv.model.provider.complete(request, call_cancel.clone()) => result,
+        result = inv.model.provider.complete(&request, call_cancel.clone()) => result,
     };
     call_cancel.cancel();
     let response = match response {
