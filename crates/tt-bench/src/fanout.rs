@@ -40,6 +40,9 @@ pub(crate) struct FanoutReport {
     /// Peak resident memory when the run ended (before the benchmark reads the journal back
     /// to verify it).
     pub peak_rss_mib: f64,
+    /// Of that, file-backed pages (the executable's code) resident when the run ended:
+    /// `peak_rss_mib` less this is about the memory the run allocated.
+    pub rss_file_mib: f64,
     /// The process's peak over everything it did, verification included (it loads the whole
     /// journal): what the process really needed.
     pub process_peak_rss_mib: f64,
@@ -61,6 +64,7 @@ impl FanoutReport {
             "cpuS": self.cpu_s,
             "userS": self.user_s,
             "peakRssMib": self.peak_rss_mib,
+            "rssFileMib": self.rss_file_mib,
             "processPeakRssMib": self.process_peak_rss_mib,
             "runFiles": self.run_files,
             "fsyncs": self.fsyncs,
@@ -127,6 +131,7 @@ pub(crate) async fn run(
     let fsyncs = UserDataStore::fsync_count() - fsyncs_before;
     // Peak memory of the run itself, before verification loads the whole journal.
     let peak_rss_mib = procstat::peak_rss_mib()?;
+    let rss_file_mib = procstat::rss_file_mib()?;
 
     let events = read_all_events(&runtime, run.id.as_str()).await?;
     if finished.status != AgentRunStatus::Completed {
@@ -160,6 +165,7 @@ pub(crate) async fn run(
         cpu_s,
         user_s,
         peak_rss_mib,
+        rss_file_mib,
         run_files,
         fsyncs,
         run_id: finished.id.to_string(),

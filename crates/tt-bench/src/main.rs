@@ -36,7 +36,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// One run: the root delegates N children (5 model turns each), awaits them all, finishes.
-    /// Prints {"nChildren","modelTurns","toolCalls","wallS","cpuS","userS","peakRssMib","processPeakRssMib","runFiles","fsyncs"}.
+    /// Prints {"nChildren","modelTurns","toolCalls","wallS","cpuS","userS","peakRssMib","rssFileMib","processPeakRssMib","runFiles","fsyncs"}.
     Fanout {
         /// Number of delegated children (N).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]

@@ -72,21 +72,36 @@ pub(crate) fn peak_rss_mib() -> Result<f64> {
     Ok(vm_hwm_kib(&status)? as f64 / 1024.0)
 }
 
+/// Resident file-backed pages of this process in MiB (`RssFile`): pages of the executable and
+/// the libraries it touched. They count in `VmHWM` but are shared, read-only and evictable,
+/// and move by a MiB or more between builds of the same code (docs/benchmarks.md), so a peak
+/// is read with them taken apart.
+pub(crate) fn rss_file_mib() -> Result<f64> {
+    let status =
+        std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
+    Ok(status_kib(&status, "RssFile")? as f64 / 1024.0)
+}
+
 /// The `VmHWM:   12345 kB` value of a `/proc/<pid>/status` text, in KiB.
 pub(crate) fn vm_hwm_kib(status: &str) -> Result<u64> {
+    status_kib(status, "VmHWM")
+}
+
+/// The `<field>:   12345 kB` value of a `/proc/<pid>/status` text, in KiB.
+fn status_kib(status: &str, field: &str) -> Result<u64> {
     let line = status
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .ok_or_else(|| anyhow!("/proc/self/status has no VmHWM line"))?;
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .ok_or_else(|| anyhow!("/proc/self/status has no {field} line"))?;
     let mut parts = line.split_whitespace();
     let value = parts
         .next()
-        .ok_or_else(|| anyhow!("VmHWM has no value"))?
+        .ok_or_else(|| anyhow!("{field} has no value"))?
         .parse::<u64>()
-        .context("VmHWM is not a number")?;
+        .with_context(|| format!("{field} is not a number"))?;
     match parts.next() {
         Some("kB") => Ok(value),
-        other => Err(anyhow!("VmHWM has unexpected unit {other:?}")),
+        other => Err(anyhow!("{field} has unexpected unit {other:?}")),
     }
 }
 
@@ -119,5 +134,6 @@ mod tests {
         assert!(cpu_seconds(ticks).unwrap() >= 0.0);
         assert!(process_cpu_seconds() > 0.0);
         assert!(peak_rss_mib().unwrap() > 0.0);
+        assert!(rss_file_mib().unwrap() > 0.0);
     }
 }
