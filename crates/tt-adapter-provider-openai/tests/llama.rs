@@ -112,7 +112,9 @@ async fn a_growing_conversation_is_served_from_the_cache_from_round_two() {
         assert_eq!(first.usage.unwrap().cached_input_tokens, 0);
         messages.push(first.message.clone());
         messages.push(AgentModelMessage::text(ModelRole::User, "Go on."));
-        let second = call(&provider, &request(2, messages), stream).await.unwrap();
+        let second = call(&provider, &request(2, messages), stream)
+            .await
+            .unwrap();
         let sent: Value = fake.server.next_request().await.body;
         let usage = second.usage.unwrap();
         assert!(usage.cached_input_tokens > 0, "{usage:?}");

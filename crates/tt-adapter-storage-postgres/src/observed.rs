@@ -99,7 +99,7 @@ impl PostgresStore {
         let ids = Arc::clone(&recovery.ids);
         match self
             .recover_run(run_id, recovery.clock.now(), &mut || {
-                EventId::generate(&ids.next_token())
+                EventId::generate(ids.next_token())
             })
             .await
         {

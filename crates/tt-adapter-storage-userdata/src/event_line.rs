@@ -25,6 +25,10 @@ struct EventLineTail<'a> {
 /// Room kept in front of an event's serialized tail for `{"seq":N,` (at most 28 bytes).
 const SEQ_ROOM: usize = 28;
 
+/// Room for an event's envelope without its seq: ids, time, level, type, the field names and
+/// the payload's key (about 170 bytes for the longest event type).
+const TAIL_ROOM: usize = 192;
+
 /// Buffers larger than this are not kept for the next event.
 const KEPT_LINE_CAPACITY: usize = 64 * 1024;
 
@@ -45,6 +49,9 @@ impl EventLine {
     pub(crate) fn new(event: &NewRunEvent) -> StorageResult<Self> {
         let mut buf = EVENT_LINE.with(std::cell::Cell::take);
         buf.clear();
+        // The whole line at once: the thread's buffer is taken by the first line of a unit,
+        // and a fresh one grown while serializing would be reallocated four or five times.
+        buf.reserve(SEQ_ROOM + TAIL_ROOM + event.payload.get().len());
         buf.resize(SEQ_ROOM, b' ');
         let mut line = Self { buf };
         serde_json::to_writer(

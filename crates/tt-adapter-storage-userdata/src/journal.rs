@@ -42,7 +42,6 @@ impl RunJournal for UserDataStore {
     }
 
     /// Under one hold of the run's files: the seqs follow one another.
-    /// Under one hold of the run's files: the seqs follow one another.
     async fn append_all(&self, events: Vec<NewRunEvent>) -> StorageResult<Vec<RecordedEvent>> {
         let Some(first) = events.first() else {
             return Ok(Vec::new());

@@ -140,7 +140,7 @@ impl EventSink {
         payload: JournalPayload,
     ) -> ApplicationResult<RecordedEvent> {
         let event = NewRunEvent {
-            id: EventId::generate(&self.ids.next_token()),
+            id: EventId::generate(self.ids.next_token()),
             run_id: run_id.clone(),
             timestamp: self.clock.now(),
             level,
@@ -178,7 +178,7 @@ impl EventSink {
         let mut new_events = Vec::with_capacity(events.len());
         for pending in events {
             new_events.push(NewRunEvent {
-                id: EventId::generate(&self.ids.next_token()),
+                id: EventId::generate(self.ids.next_token()),
                 run_id: run_id.clone(),
                 timestamp: self.clock.now(),
                 level: pending.level,
@@ -237,7 +237,7 @@ impl EventSink {
     /// `event` with its id and time taken now, for [`commit`](Self::commit).
     pub fn stamp(&self, run_id: &RunId, event: PendingEvent) -> RunWrite {
         RunWrite::Event(NewRunEvent {
-            id: EventId::generate(&self.ids.next_token()),
+            id: EventId::generate(self.ids.next_token()),
             run_id: run_id.clone(),
             timestamp: self.clock.now(),
             level: event.level,

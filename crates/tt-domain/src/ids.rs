@@ -101,17 +101,20 @@ string_id!(
 /// The root invocation's id is a constant.
 pub const ROOT_INVOCATION_ID: &str = "inv_root";
 
-/// `prefix` then `token`, in a string of exactly their size (`format!` would go through the
-/// formatting machinery and grow its buffer: ids are made for every event).
-fn prefixed(prefix: &str, token: &str) -> String {
-    let mut id = String::with_capacity(prefix.len() + token.len());
-    id.push_str(prefix);
-    id.push_str(token);
+/// The longest prefix of a generated id (`handoff_`): an id generator that leaves this much
+/// room in front of its tokens' capacity lets every id be made without a second allocation.
+pub const LONGEST_ID_PREFIX: usize = "handoff_".len();
+
+/// `prefix` then `token`, in the token's own string when it has room for the prefix (ids are
+/// made for every event).
+fn prefixed(prefix: &str, token: impl Into<String>) -> String {
+    let mut id = token.into();
+    id.insert_str(0, prefix);
     id
 }
 
 impl RunId {
-    pub fn generate(token: &str) -> Self {
+    pub fn generate(token: impl Into<String>) -> Self {
         Self(prefixed("run_", token))
     }
 }
@@ -121,7 +124,7 @@ impl InvocationId {
         Self(ROOT_INVOCATION_ID.to_owned())
     }
 
-    pub fn generate(token: &str) -> Self {
+    pub fn generate(token: impl Into<String>) -> Self {
         Self(prefixed("inv_", token))
     }
 
@@ -131,23 +134,23 @@ impl InvocationId {
 }
 
 impl TaskId {
-    pub fn generate_delegate(token: &str) -> Self {
+    pub fn generate_delegate(token: impl Into<String>) -> Self {
         Self(prefixed("task_", token))
     }
 
-    pub fn generate_handoff(token: &str) -> Self {
+    pub fn generate_handoff(token: impl Into<String>) -> Self {
         Self(prefixed("handoff_", token))
     }
 }
 
 impl EventId {
-    pub fn generate(token: &str) -> Self {
+    pub fn generate(token: impl Into<String>) -> Self {
         Self(prefixed("evt_", token))
     }
 }
 
 impl CommitId {
-    pub fn generate(token: &str) -> Self {
+    pub fn generate(token: impl Into<String>) -> Self {
         Self(prefixed("commit_", token))
     }
 }

@@ -212,7 +212,10 @@ pub trait AdapterUnderTest {
     async fn answer_first_round(reply: &Value) -> (AgentModelResponse, Recorded) {
         let mut server = TestServer::always(Reply::json(200, reply)).await;
         let response = Self::provider(&server)
-            .complete(&request(1, Self::first_messages()), CancellationToken::new())
+            .complete(
+                &request(1, Self::first_messages()),
+                CancellationToken::new(),
+            )
             .await
             .unwrap();
         (response, server.next_request().await)
@@ -323,7 +326,10 @@ pub trait AdapterUnderTest {
             ..HttpLimits::default()
         };
         let error = Self::provider_with_limits(&server, limits)
-            .complete(&request(1, Self::first_messages()), CancellationToken::new())
+            .complete(
+                &request(1, Self::first_messages()),
+                CancellationToken::new(),
+            )
             .await
             .unwrap_err();
         assert_eq!(error.code(), "model.response_too_large");

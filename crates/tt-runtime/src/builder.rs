@@ -399,7 +399,7 @@ fn open_data_dir(
         )
     })?;
     store
-        .recover_interrupted_runs(clock.now(), || EventId::generate(&ids.next_token()))
+        .recover_interrupted_runs(clock.now(), || EventId::generate(ids.next_token()))
         .map_err(|err| {
             HostError::new(
                 err.code(),

@@ -162,7 +162,7 @@ impl StoreFactory for PostgresFactory {
         let ids = crate::system::UuidIds;
         store
             .recover_interrupted_runs(crate::system::SystemClock.now(), || {
-                EventId::generate(&ids.next_token())
+                EventId::generate(ids.next_token())
             })
             .await?;
         // A run whose owner dies while this runtime follows or waits on it is recorded
@@ -211,7 +211,7 @@ impl StoreFactory for FileStoreFactory {
         let store = tt_adapter_storage_userdata::UserDataStore::open(dir.clone())?;
         let ids = crate::system::UuidIds;
         store.recover_interrupted_runs(crate::system::SystemClock.now(), || {
-            EventId::generate(&ids.next_token())
+            EventId::generate(ids.next_token())
         })?;
         Ok(
             StoragePorts::from_store(Arc::clone(&store), dir.display().to_string())

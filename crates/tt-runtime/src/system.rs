@@ -69,7 +69,11 @@ impl IdGenerator for UuidIds {
             // The OS refused: the uuid crate's own generator reports that its way.
             .unwrap_or_else(uuid::Uuid::new_v4);
         let mut text = [0u8; uuid::fmt::Simple::LENGTH];
-        uuid.simple().encode_lower(&mut text).to_owned()
+        // Room for the id's prefix, which goes in front of the token in the same string.
+        let mut token =
+            String::with_capacity(tt_domain::ids::LONGEST_ID_PREFIX + uuid::fmt::Simple::LENGTH);
+        token.push_str(uuid.simple().encode_lower(&mut text));
+        token
     }
 }
 

@@ -27,7 +27,7 @@ fn ids() -> impl FnMut() -> EventId + Send {
     let mut n = 0_u32;
     move || {
         n += 1;
-        EventId::generate(&format!("{:032x}", 0xdead_0000_u32 + n))
+        EventId::generate(format!("{:032x}", 0xdead_0000_u32 + n))
     }
 }
 

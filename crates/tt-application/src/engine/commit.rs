@@ -48,7 +48,7 @@ pub(crate) async fn run_commit(
         .replayed_call(round, &call.id, |replay, key| {
             replay.commit_id(key).cloned()
         })
-        .unwrap_or_else(|| CommitId::generate(&ctx.services.ids.next_token()));
+        .unwrap_or_else(|| CommitId::generate(ctx.services.ids.next_token()));
     let publication = Publication {
         ctx,
         inv,

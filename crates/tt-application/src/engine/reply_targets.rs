@@ -1,7 +1,8 @@
 //! The target profiles one reply's delegations resolved (`InvocationRuntime::targets`), so a
-//! reply that gives many tasks to one agent reads its profile once.
+//! reply that gives many tasks to one agent reads its profile once and shares it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use tt_domain::ids::ProfileId;
 use tt_domain::profile::ResolvedProfile;
@@ -12,12 +13,16 @@ use tt_domain::profile::ResolvedProfile;
 #[derive(Debug, Default)]
 pub(crate) struct ReplyTargets {
     round: u32,
-    resolved: HashMap<String, (ProfileId, ResolvedProfile)>,
+    resolved: HashMap<String, (ProfileId, Arc<ResolvedProfile>)>,
 }
 
 impl ReplyTargets {
     /// The target `agent_id` resolved to earlier in the reply of `round`.
-    pub(crate) fn get(&self, round: u32, agent_id: &str) -> Option<(ProfileId, ResolvedProfile)> {
+    pub(crate) fn get(
+        &self,
+        round: u32,
+        agent_id: &str,
+    ) -> Option<(ProfileId, Arc<ResolvedProfile>)> {
         self.resolved
             .get(agent_id)
             .filter(|_| self.round == round)
@@ -29,7 +34,7 @@ impl ReplyTargets {
         &mut self,
         round: u32,
         agent_id: &str,
-        target: (ProfileId, ResolvedProfile),
+        target: (ProfileId, Arc<ResolvedProfile>),
     ) {
         if self.round != round {
             self.resolved.clear();

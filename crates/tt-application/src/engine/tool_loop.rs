@@ -369,7 +369,7 @@ impl Rounds {
                 ctx,
                 inv,
                 round,
-                &dispatched.result,
+                dispatched.result,
                 replaying,
             )
             .await?;

@@ -60,7 +60,7 @@ pub(crate) async fn copy_events(
         let stored = services
             .journal
             .append(NewRunEvent {
-                id: EventId::generate(&services.ids.next_token()),
+                id: EventId::generate(services.ids.next_token()),
                 run_id: branch.id.clone(),
                 timestamp: event.timestamp,
                 level: event.level,

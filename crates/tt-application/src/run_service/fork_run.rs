@@ -141,7 +141,7 @@ impl AgentRunService {
         let services = &self.services;
         let now = services.clock.now();
         let mut branch = source.clone();
-        branch.id = RunId::generate(&services.ids.next_token());
+        branch.id = RunId::generate(services.ids.next_token());
         branch.status = AgentRunStatus::Created;
         branch.forked_from = Some(forked_from.clone());
         // The branch's record is written whole; a source record rebuilt from its index copy or

@@ -274,7 +274,7 @@ impl AgentRunService {
         stable_chat_id: String,
     ) -> AgentRun {
         let now = self.services.clock.now();
-        let run_id = RunId::generate(&self.services.ids.next_token());
+        let run_id = RunId::generate(self.services.ids.next_token());
         let presentation = profile.definition.run.presentation;
         AgentRun {
             id: run_id.clone(),

@@ -386,7 +386,7 @@ pub fn scoped_event(
         scope.add_to(&mut payload);
     }
     NewRunEvent {
-        id: EventId::generate(&format!("{n:032x}")),
+        id: EventId::generate(format!("{n:032x}")),
         run_id: run_id.clone(),
         timestamp: ts(i64::try_from(n).unwrap()),
         level: EventLevel::Info,

@@ -459,7 +459,11 @@ mod tests {
         let sink = Arc::new(Collect::default());
         let held = tokio::spawn({
             let (model, sink) = (Arc::clone(&model), sink.clone());
-            async move { model.stream(&round(1), sink, CancellationToken::new()).await }
+            async move {
+                model
+                    .stream(&round(1), sink, CancellationToken::new())
+                    .await
+            }
         });
         let free = model.complete(&round(2), CancellationToken::new()).await;
         assert_eq!(free.unwrap().text(), "free");

@@ -50,18 +50,18 @@ pub(crate) async fn history_result(
     ctx: &RunContext,
     inv: &InvocationRuntime,
     round: u32,
-    result: &tt_domain::tool::AgentToolResult,
+    result: tt_domain::tool::AgentToolResult,
     replaying: bool,
 ) -> ApplicationResult<tt_domain::tool::AgentToolResult> {
-    let Some(limit) = result_limit(inv).filter(|limit| window::exceeds(result, *limit)) else {
-        return Ok(result.clone());
+    let Some(limit) = result_limit(inv).filter(|limit| window::exceeds(&result, *limit)) else {
+        return Ok(result);
     };
-    let saved = output_path(inv, result);
+    let saved = output_path(inv, &result);
     if let Some(path) = &saved {
-        save_output(ctx, inv, round, result, path, replaying).await?;
+        save_output(ctx, inv, round, &result, path, replaying).await?;
     }
     Ok(window::bound_result(
-        result,
+        &result,
         limit,
         saved.as_ref().map(WorkspacePath::as_str),
     ))

@@ -84,11 +84,11 @@ pub(crate) async fn open_task(
     let (kind, mut task_id) = match new.continuation {
         TaskContinuation::ReturnToParent => (
             InvocationKind::Subagent,
-            TaskId::generate_delegate(&ctx.services.ids.next_token()),
+            TaskId::generate_delegate(ctx.services.ids.next_token()),
         ),
         TaskContinuation::TransferControl => (
             InvocationKind::Handoff,
-            TaskId::generate_handoff(&ctx.services.ids.next_token()),
+            TaskId::generate_handoff(ctx.services.ids.next_token()),
         ),
     };
     let key = match new.workspace_key {
@@ -106,7 +106,7 @@ pub(crate) async fn open_task(
         Some(adopted) => adopted,
         None => {
             let target_invocation = AgentInvocation {
-                id: InvocationId::generate(&ctx.services.ids.next_token()),
+                id: InvocationId::generate(ctx.services.ids.next_token()),
                 run_id: ctx.run_id.clone(),
                 parent_invocation_id: Some(inv.invocation.id.clone()),
                 profile_id: new.target.clone(),

@@ -107,8 +107,11 @@ pub(crate) async fn agent_delegate(
     let (resolved, delegated, workspace_key) =
         delegation_reads(ctx, inv, round, &args.agent_id).await;
     let (agent_id, target) = resolved?;
-    inv.targets
-        .remember(round, &args.agent_id, (agent_id.clone(), target.clone()));
+    inv.targets.remember(
+        round,
+        &args.agent_id,
+        (agent_id.clone(), std::sync::Arc::clone(&target)),
+    );
     target_admitted(inv, &target, &agent_id, Operation::Delegate)?;
     check_fork(&args, &target.definition, &agent_id)?;
     let budget = task_budget(&args, &target.definition, &agent_id)?;
@@ -174,7 +177,13 @@ async fn delegation_reads(
     round: u32,
     agent_id: &str,
 ) -> (
-    Result<(ProfileId, tt_domain::profile::ResolvedProfile), ToolCallError>,
+    Result<
+        (
+            ProfileId,
+            std::sync::Arc<tt_domain::profile::ResolvedProfile>,
+        ),
+        ToolCallError,
+    >,
     tt_ports::StorageResult<u64>,
     tt_ports::StorageResult<Option<crate::engine::workspace_keys::KeyReservation>>,
 ) {
@@ -193,7 +202,9 @@ async fn delegation_reads(
                     }
                     Ok(target)
                 }
-                None => resolve_target(ctx, agent_id, Operation::Delegate).await,
+                None => resolve_target(ctx, agent_id, Operation::Delegate)
+                    .await
+                    .map(|(id, profile)| (id, std::sync::Arc::new(profile))),
             }
         },
         async {

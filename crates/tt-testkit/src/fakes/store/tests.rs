@@ -39,7 +39,7 @@ async fn write(
 
 fn event(run_id: &RunId, n: u64, payload: serde_json::Value) -> NewRunEvent {
     NewRunEvent {
-        id: EventId::generate(&format!("{n:032x}")),
+        id: EventId::generate(format!("{n:032x}")),
         run_id: run_id.clone(),
         timestamp: ts(0),
         level: EventLevel::Info,
