@@ -15,8 +15,16 @@ mod threads;
 
 use clap::{Parser, Subcommand};
 
+/// jemalloc (the default `jemalloc` feature), as tt-cli: docs/benchmarks.md, "The allocator".
+#[cfg(all(
+    feature = "jemalloc",
+    not(feature = "mimalloc"),
+    not(target_env = "msvc")
+))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// With the `mimalloc` feature (off by default: an A/B of the allocator, docs/benchmarks.md),
-/// mimalloc is this binary's allocator instead of the system's.
+/// mimalloc is this binary's allocator instead.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -18,6 +18,13 @@ mod run_cmd;
 mod serve;
 mod storage;
 
+/// jemalloc, configured in .cargo/config.toml: a run allocates in many small pieces on
+/// several threads, which glibc's allocator serves at a sixth more CPU (docs/benchmarks.md,
+/// "The allocator").
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -324,4 +331,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 /// written: the first signal cancels the run, a second exits at once.
 fn install_signals() -> anyhow::Result<tt_runtime::StopSignals> {
     tt_runtime::StopSignals::install().context("cannot install the SIGINT/SIGTERM handlers")
+}
+
+#[cfg(all(test, feature = "jemalloc", not(target_env = "msvc")))]
+mod allocator_tests {
+    /// The options of `.cargo/config.toml` reach the jemalloc this binary links (a build run
+    /// from outside the workspace would miss them, and with them the peak memory they keep).
+    #[test]
+    fn jemalloc_runs_with_the_workspaces_options() {
+        let options = tikv_jemalloc_ctl::config::malloc_conf::read().unwrap();
+        assert!(options.contains("narenas:1"), "{options}");
+        assert!(options.contains("dirty_decay_ms:0"), "{options}");
+        assert!(options.contains("tcache_max:4096"), "{options}");
+        assert_eq!(tikv_jemalloc_ctl::opt::narenas::read().unwrap(), 1);
+    }
 }
