@@ -176,14 +176,15 @@ pub(crate) async fn sample(
     page: u32,
     signals: &tt_runtime::StopSignals,
 ) -> Result<Value> {
-    let ticks = crate::procstat::clock_ticks_per_second();
-    let cpu_started = crate::procstat::cpu_seconds(ticks)?;
+    // The process's CPU clock, exact: a sample's run takes about 10 ms, one tick of
+    // `/proc/self/stat`, which read 0 or 10 ms.
+    let cpu_started = crate::procstat::process_cpu_seconds();
     let started = Instant::now();
     let runtime = runtime_in(data_dir)?;
     let start_s = started.elapsed().as_secs_f64();
-    let start_cpu_s = crate::procstat::cpu_seconds(ticks)? - cpu_started;
+    let start_cpu_s = crate::procstat::process_cpu_seconds() - cpu_started;
     crate::fanout::install_profiles(&runtime, 1).await?;
-    let cpu_before_run = crate::procstat::cpu_seconds(ticks)?;
+    let cpu_before_run = crate::procstat::process_cpu_seconds();
     let run_started = Instant::now();
     let run = signals
         .shielded(runtime.start_run(start_request(1)))
@@ -195,7 +196,7 @@ pub(crate) async fn sample(
         .map_err(|err| anyhow!("wait_for_run failed: {err}"))?;
     let run_s = run_started.elapsed().as_secs_f64();
     // CPU as well as wall time: a run's wall time on a shared disk is mostly its fsyncs.
-    let run_cpu_s = crate::procstat::cpu_seconds(ticks)? - cpu_before_run;
+    let run_cpu_s = crate::procstat::process_cpu_seconds() - cpu_before_run;
     ensure!(
         finished.status == tt_runtime::AgentRunStatus::Completed,
         "the run ended `{}`",

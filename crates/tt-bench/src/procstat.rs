@@ -25,11 +25,6 @@ pub(crate) fn process_cpu_seconds() -> f64 {
     time.tv_sec as f64 + time.tv_nsec as f64 / 1e9
 }
 
-/// User plus system CPU seconds of this process (all threads) so far, in ticks.
-pub(crate) fn cpu_seconds(ticks_per_second: u64) -> Result<f64> {
-    Ok(cpu_user_seconds(ticks_per_second)?.0)
-}
-
 /// User plus system CPU seconds and user CPU seconds alone of this process (all threads) so far.
 pub(crate) fn cpu_user_seconds(ticks_per_second: u64) -> Result<(f64, f64)> {
     let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
@@ -131,7 +126,7 @@ mod tests {
     fn this_process_has_readable_figures() {
         let ticks = clock_ticks_per_second();
         assert!(ticks > 0);
-        assert!(cpu_seconds(ticks).unwrap() >= 0.0);
+        assert!(cpu_user_seconds(ticks).unwrap().0 >= 0.0);
         assert!(process_cpu_seconds() > 0.0);
         assert!(peak_rss_mib().unwrap() > 0.0);
         assert!(rss_file_mib().unwrap() > 0.0);
