@@ -96,6 +96,20 @@ mod tests {
     }
 
     #[test]
+    fn a_token_has_room_for_its_ids_prefix() {
+        let token = UuidIds.next_token();
+        assert!(
+            token.capacity() >= token.len() + tt_domain::ids::LONGEST_ID_PREFIX,
+            "{} of {}",
+            token.len(),
+            token.capacity()
+        );
+        let token_text = token.clone();
+        let id = tt_domain::ids::TaskId::generate_handoff(token);
+        assert_eq!(id.as_str(), format!("handoff_{token_text}"));
+    }
+
+    #[test]
     fn ids_are_distinct_v4_uuids_across_pool_refills_and_threads() {
         // Several refills of one thread's pool, and a second thread with its own pool.
         let per_thread = 3 * RANDOM_POOL_BYTES / 16 + 5;

@@ -6,13 +6,14 @@
 //! `crate::delegation::task_return` wrote).
 
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 use tt_domain::brief::StoredBrief;
 use tt_domain::error_codes;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::{ProfileId, TaskId};
-use tt_domain::profile::AgentProfileDefinition;
+use tt_domain::profile::{AgentProfileDefinition, ResolvedProfile};
 use tt_domain::task::{AgentTaskBudget, AgentTaskRecord, TaskContinuation, TaskStatus};
 use tt_domain::tool::{AgentToolCall, ToolName};
 
@@ -110,7 +111,7 @@ pub(crate) async fn agent_delegate(
     inv.targets.remember(
         round,
         &args.agent_id,
-        (agent_id.clone(), std::sync::Arc::clone(&target)),
+        (agent_id.clone(), Arc::clone(&target)),
     );
     target_admitted(inv, &target, &agent_id, Operation::Delegate)?;
     check_fork(&args, &target.definition, &agent_id)?;
@@ -177,13 +178,7 @@ async fn delegation_reads(
     round: u32,
     agent_id: &str,
 ) -> (
-    Result<
-        (
-            ProfileId,
-            std::sync::Arc<tt_domain::profile::ResolvedProfile>,
-        ),
-        ToolCallError,
-    >,
+    Result<(ProfileId, Arc<ResolvedProfile>), ToolCallError>,
     tt_ports::StorageResult<u64>,
     tt_ports::StorageResult<Option<crate::engine::workspace_keys::KeyReservation>>,
 ) {
@@ -204,7 +199,7 @@ async fn delegation_reads(
                 }
                 None => resolve_target(ctx, agent_id, Operation::Delegate)
                     .await
-                    .map(|(id, profile)| (id, std::sync::Arc::new(profile))),
+                    .map(|(id, profile)| (id, Arc::new(profile))),
             }
         },
         async {
@@ -291,7 +286,7 @@ pub(crate) fn caller_admitted(
 /// tool's policy error, with the policy's reason.
 pub(crate) fn target_admitted(
     inv: &InvocationRuntime,
-    target: &tt_domain::profile::ResolvedProfile,
+    target: &ResolvedProfile,
     agent_id: &ProfileId,
     operation: Operation,
 ) -> Result<(), ToolError> {
