@@ -23,151 +23,12 @@ use crate::lease::Ownership;
 use crate::pool::connect;
 use crate::retry::Backoff;
 
+mod batch;
+
+use batch::{BatchParams, CHECKPOINT_ANSWER, Key, RUN_ANSWER, UnitKeys, WRITE_BATCH};
+
 /// At most this many appends go into one statement (a fan-out's burst fits; arrays stay small).
 const MAX_BATCH: usize = 1024;
-
-/// One batch, in one statement: the events in queue order, numbered per run from the run's
-/// head, and stored, one row per unit (`$23`, the unit's place in the batch; migration 20: the
-/// row's `seq` is its last event's, `span` its number of events, and a row of several holds
-/// them as a JSON array; a unit's events are consecutive in the queue, so their seqs are too); the run documents and invocation records stored (the last write of a path
-/// or an invocation in the batch wins, as if they had run one after another); the new tasks
-/// inserted (a taken task id fails the statement); the newest seq of each run notified on
-/// `tt_journal`. A run whose lease row this store does not hold is left out (its callers learn
-/// why afterwards); the checkpoints numbered per run after the run's newest and stored, with
-/// the fingerprints and texts of their files as the statement's snapshot holds them; each run's
-/// `journal_status` set to the status of its last `status_changed` event in the batch (`$22`,
-/// NULL for other events; migration 14), in the statement that stores the event. Answers
-/// `(0, ord, seq, NULL)` per stored event, `(1, ord, 0, NULL)` per stored document,
-/// `(2, ord, 0, NULL)` per stored invocation, `(3, ord, 0, NULL)` per stored task and
-/// `(4, ord, seq, fingerprints)` per stored checkpoint. The same answers are kept as JSON in
-/// `tt_commit_batches` under the batch's token (`$20`, migration 13), in the same transaction,
-/// so a batch whose connection was lost before its answer arrived is known to have committed
-/// (and what it answered) or not, and is never written twice; the tokens of batches whose
-/// answers arrived (`$21`) are deleted.
-///
-/// Checkpoints are numbered here without a lock: only the committer of the store holding the
-/// run's lease writes its checkpoints (the statement key-share locks the lease row), and its
-/// batches run one after another, so `max(seq)` of the run is never read by two writers at
-/// once. A second writer would fail the statement on `tt_checkpoints`' primary key, never
-/// reuse a number.
-const WRITE_BATCH: &str = "
-WITH events_in AS (
-    SELECT run_id, body, status, unit, ord
-    FROM unnest($1::text[], $2::text[], $22::text[], $23::int[])
-         WITH ORDINALITY AS e (run_id, body, status, unit, ord)),
-docs_in AS (
-    SELECT run_id, path, body, ord
-    FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS d (run_id, path, body, ord)),
-invs_in AS (
-    SELECT run_id, invocation_id, body, ord
-    FROM unnest($7::text[], $8::text[], $9::text[])
-         WITH ORDINALITY AS i (run_id, invocation_id, body, ord)),
-tasks_in AS (
-    SELECT run_id, task_id, parent_id, child_id, workspace_key, delegation, body, ord
-    FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bool[],
-                $16::text[])
-         WITH ORDINALITY AS t (run_id, task_id, parent_id, child_id, workspace_key, delegation,
-                               body, ord)),
-held AS (
-    SELECT l.run_id FROM run_leases l
-    WHERE l.owner_id = $6
-      AND l.run_id IN (SELECT run_id FROM events_in UNION SELECT run_id FROM docs_in
-                       UNION SELECT run_id FROM invs_in UNION SELECT run_id FROM tasks_in
-                       UNION SELECT run_id FROM unnest($17::text[]) AS c (run_id))
-    FOR KEY SHARE),
-cps_in AS (
-    SELECT run_id, paths, head, ord
-    FROM unnest($17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS c (run_id, paths, head, ord)
-    WHERE run_id IN (SELECT run_id FROM held)),
-cps_numbered AS (
-    SELECT c.run_id, c.paths, c.head, c.ord,
-           (SELECT coalesce(max(t.seq), 0) FROM tt_checkpoints t WHERE t.run_id = c.run_id)
-           + row_number() OVER (PARTITION BY c.run_id ORDER BY c.ord) AS seq
-    FROM cps_in c),
-cps_printed AS (
-    SELECT n.run_id, n.head, n.ord, n.seq,
-           coalesce(json_agg(json_build_object(
-                        'path', f.path, 'sha256', f.sha256,
-                        'bytes', octet_length(convert_to(f.content, 'UTF8'))) ORDER BY p.pord)
-                    FILTER (WHERE f.path IS NOT NULL), '[]') AS prints,
-           coalesce(json_agg(f.content ORDER BY p.pord) FILTER (WHERE f.path IS NOT NULL),
-                    '[]') AS texts
-    FROM cps_numbered n
-    LEFT JOIN LATERAL json_array_elements_text(n.paths::json) WITH ORDINALITY AS p (path, pord)
-         ON true
-    LEFT JOIN tt_files f ON f.run_id = n.run_id AND f.path = p.path
-    GROUP BY n.run_id, n.head, n.ord, n.seq),
-cps_stored AS (
-    INSERT INTO tt_checkpoints (run_id, seq, record, files)
-    SELECT run_id, seq,
-           (head::jsonb || jsonb_build_object(
-               'id', 'cp_' || CASE WHEN seq < 1000000 THEN lpad(seq::text, 6, '0')
-                                   ELSE seq::text END,
-               'seq', seq,
-               'files', prints))::text,
-           texts::text
-    FROM cps_printed),
-counts AS (
-    SELECT run_id, count(*) AS n,
-           (array_agg(status ORDER BY ord DESC) FILTER (WHERE status IS NOT NULL))[1] AS status
-    FROM events_in
-    WHERE run_id IN (SELECT run_id FROM held) GROUP BY run_id),
-heads AS (
-    UPDATE runs r SET last_seq = r.last_seq + c.n,
-                      journal_status = coalesce(c.status, r.journal_status)
-    FROM counts c
-    WHERE r.run_id = c.run_id
-    RETURNING r.run_id, r.last_seq - c.n AS base),
-numbered AS (
-    SELECT e.ord, e.run_id, e.body, e.unit,
-           h.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord) AS seq
-    FROM events_in e JOIN heads h ON h.run_id = e.run_id),
-stored AS (
-    INSERT INTO events (run_id, seq, span, body)
-    SELECT run_id, max(seq), count(*),
-           CASE WHEN count(*) = 1 THEN string_agg(body, '')
-                ELSE '[' || string_agg(body, ',' ORDER BY ord) || ']' END
-    FROM numbered GROUP BY run_id, unit),
-docs_kept AS (
-    SELECT DISTINCT ON (run_id, path) run_id, path, body FROM docs_in
-    WHERE run_id IN (SELECT run_id FROM held)
-    ORDER BY run_id, path, ord DESC),
-docs_stored AS (
-    INSERT INTO run_documents (run_id, path, body)
-    SELECT run_id, path, body FROM docs_kept
-    ON CONFLICT (run_id, path) DO UPDATE SET body = EXCLUDED.body),
-invs_kept AS (
-    SELECT DISTINCT ON (run_id, invocation_id) run_id, invocation_id, body FROM invs_in
-    WHERE run_id IN (SELECT run_id FROM held)
-    ORDER BY run_id, invocation_id, ord DESC),
-invs_stored AS (
-    INSERT INTO invocations (run_id, invocation_id, body)
-    SELECT run_id, invocation_id, body FROM invs_kept
-    ON CONFLICT (run_id, invocation_id) DO UPDATE SET body = EXCLUDED.body),
-tasks_stored AS (
-    INSERT INTO tasks (run_id, task_id, parent_id, child_id, workspace_key, delegation, body)
-    SELECT run_id, task_id, parent_id, child_id, workspace_key, delegation, body FROM tasks_in
-    WHERE run_id IN (SELECT run_id FROM held)),
-heard AS (
-    SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes
-    FROM (SELECT run_id, max(seq) AS last FROM numbered GROUP BY run_id) AS tails),
-answers (kind, ord, seq, detail) AS (
-    SELECT 0, numbered.ord, numbered.seq, NULL::text FROM numbered CROSS JOIN heard
-    UNION ALL
-    SELECT 1, d.ord, 0, NULL FROM docs_in d WHERE d.run_id IN (SELECT run_id FROM held)
-    UNION ALL
-    SELECT 2, i.ord, 0, NULL FROM invs_in i WHERE i.run_id IN (SELECT run_id FROM held)
-    UNION ALL
-    SELECT 3, t.ord, 0, NULL FROM tasks_in t WHERE t.run_id IN (SELECT run_id FROM held)
-    UNION ALL
-    SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c),
-noted AS (
-    INSERT INTO tt_commit_batches (token, answers)
-    SELECT $20, coalesce(json_agg(json_build_array(kind, ord, seq, detail)), '[]')::text
-    FROM answers),
-forgotten AS (
-    DELETE FROM tt_commit_batches WHERE token = ANY($21::text[]))
-SELECT kind, ord, seq, detail FROM answers";
 
 /// What a batch that committed answered, read back by its token when the connection was lost
 /// before the answer arrived.
@@ -588,138 +449,27 @@ async fn commit_batch(
     Ok(settle(conn, ownership, batch, &params.keys, written).await)
 }
 
-/// The statement's parameters for one batch, and where each caller's writes are among them.
-#[derive(Default)]
-struct BatchParams<'b> {
-    event_runs: Vec<&'b str>,
-    event_bodies: Vec<&'b str>,
-    event_statuses: Vec<Option<&'b str>>,
-    /// Each event's unit: its caller's place in the batch.
-    event_units: Vec<i32>,
-    doc_runs: Vec<&'b str>,
-    doc_paths: Vec<&'b str>,
-    doc_bodies: Vec<&'b str>,
-    inv_runs: Vec<&'b str>,
-    inv_ids: Vec<&'b str>,
-    inv_bodies: Vec<&'b str>,
-    task_runs: Vec<&'b str>,
-    task_ids: Vec<&'b str>,
-    task_parents: Vec<&'b str>,
-    task_children: Vec<&'b str>,
-    task_keys: Vec<&'b str>,
-    task_delegations: Vec<bool>,
-    task_bodies: Vec<&'b str>,
-    cp_runs: Vec<&'b str>,
-    cp_paths: Vec<&'b str>,
-    cp_heads: Vec<&'b str>,
-    /// Each pending caller's writes' (kind, 1-based position among its kind), as the
-    /// statement answers.
-    keys: Vec<Vec<(i32, i64)>>,
-}
-
-impl<'b> BatchParams<'b> {
-    fn of(batch: &'b [Pending]) -> Self {
-        let mut p = Self::default();
-        for (unit, pending) in batch.iter().enumerate() {
-            let unit = i32::try_from(unit).unwrap_or(i32::MAX);
-            let mut mine = Vec::with_capacity(pending.writes.len());
-            for write in &pending.writes {
-                match write {
-                    Write::Event { body, status } => {
-                        p.event_runs.push(&pending.run_id);
-                        p.event_bodies.push(body);
-                        p.event_statuses.push(status.as_deref());
-                        p.event_units.push(unit);
-                        mine.push((0, ordinal(p.event_runs.len())));
-                    }
-                    Write::Document { path, body } => {
-                        p.doc_runs.push(&pending.run_id);
-                        p.doc_paths.push(path);
-                        p.doc_bodies.push(body);
-                        mine.push((1, ordinal(p.doc_runs.len())));
-                    }
-                    Write::Invocation {
-                        invocation_id,
-                        body,
-                    } => {
-                        p.inv_runs.push(&pending.run_id);
-                        p.inv_ids.push(invocation_id);
-                        p.inv_bodies.push(body);
-                        mine.push((2, ordinal(p.inv_runs.len())));
-                    }
-                    Write::Task(task) => {
-                        p.task_runs.push(&pending.run_id);
-                        p.task_ids.push(&task.task_id);
-                        p.task_parents.push(&task.parent_id);
-                        p.task_children.push(&task.child_id);
-                        p.task_keys.push(&task.workspace_key);
-                        p.task_delegations.push(task.delegation);
-                        p.task_bodies.push(&task.body);
-                        mine.push((3, ordinal(p.task_runs.len())));
-                    }
-                    Write::Checkpoint { paths, head } => {
-                        p.cp_runs.push(&pending.run_id);
-                        p.cp_paths.push(paths);
-                        p.cp_heads.push(head);
-                        mine.push((4, ordinal(p.cp_runs.len())));
-                    }
-                }
-            }
-            p.keys.push(mine);
-        }
-        p
-    }
-
-    async fn send(
-        &self,
-        conn: &Client,
-        statement: &Statement,
-        owner_id: &String,
-        token: &str,
-        tokens: &Tokens,
-    ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 23] = [
-            &self.event_runs,
-            &self.event_bodies,
-            &self.doc_runs,
-            &self.doc_paths,
-            &self.doc_bodies,
-            owner_id,
-            &self.inv_runs,
-            &self.inv_ids,
-            &self.inv_bodies,
-            &self.task_runs,
-            &self.task_ids,
-            &self.task_parents,
-            &self.task_children,
-            &self.task_keys,
-            &self.task_delegations,
-            &self.task_bodies,
-            &self.cp_runs,
-            &self.cp_paths,
-            &self.cp_heads,
-            &token,
-            &tokens.acknowledged,
-            &self.event_statuses,
-            &self.event_units,
-        ];
-        conn.query(statement, &params).await
-    }
-}
-
 /// Each caller's answer from what the batch wrote: its numbers, or why its run was left out.
 async fn settle(
     conn: &Client,
     ownership: &Ownership,
     batch: &[Pending],
-    keys: &[Vec<(i32, i64)>],
+    keys: &[UnitKeys],
     mut written: Written,
 ) -> Vec<StorageResult<Vec<Answer>>> {
+    // A unit is written when its run was held (and, if it has events, has a head to number
+    // them from); its records and checkpoints go with its run.
+    let base_of = |unit: &UnitKeys| {
+        written
+            .get(&(RUN_ANSWER, unit.run))
+            .map(|(base, _)| *base)
+            .filter(|base| *base >= 0 || !unit.has_events)
+    };
+    let bases: Vec<Option<i64>> = keys.iter().map(base_of).collect();
     // The runs left out: not there, or not this store's any more.
     let mut refused: BTreeMap<&str, StorageError> = BTreeMap::new();
-    for (pending, mine) in batch.iter().zip(keys) {
-        let all_written = mine.iter().all(|key| written.contains_key(key));
-        if !all_written && !refused.contains_key(pending.run_id.as_str()) {
+    for (pending, base) in batch.iter().zip(&bases) {
+        if base.is_none() && !refused.contains_key(pending.run_id.as_str()) {
             let why = why_refused(conn, ownership, &pending.run_id).await;
             refused.insert(pending.run_id.as_str(), why);
         }
@@ -727,19 +477,10 @@ async fn settle(
     batch
         .iter()
         .zip(keys)
-        .map(|(pending, mine)| {
-            match mine
-                .iter()
-                .map(|key| {
-                    written.get_mut(key).map(|(number, detail)| Answer {
-                        number: u64::try_from(*number).unwrap_or(0),
-                        detail: detail.take(),
-                    })
-                })
-                .collect::<Option<Vec<Answer>>>()
-            {
-                Some(seqs) => Ok(seqs),
-                None => Err(match refused.get(pending.run_id.as_str()) {
+        .zip(bases)
+        .map(|((pending, unit), base)| {
+            let Some(base) = base else {
+                return Err(match refused.get(pending.run_id.as_str()) {
                     Some(StorageError::NotFound { what }) => StorageError::not_found(what.clone()),
                     Some(StorageError::Locked { what, owner_pid }) => StorageError::Locked {
                         what: what.clone(),
@@ -747,14 +488,32 @@ async fn settle(
                     },
                     Some(other) => io_error(&format!("run {}", pending.run_id), &other.to_string()),
                     None => io_error(&format!("run {}", pending.run_id), "not written"),
-                }),
-            }
+                });
+            };
+            unit.writes
+                .iter()
+                .map(|key| match *key {
+                    Key::Event(place) => Ok(Answer {
+                        number: u64::try_from(base + place).unwrap_or(0),
+                        detail: None,
+                    }),
+                    Key::Record => Ok(Answer {
+                        number: 0,
+                        detail: None,
+                    }),
+                    Key::Checkpoint(ord) => written
+                        .remove(&(CHECKPOINT_ANSWER, ord))
+                        .map(|(number, detail)| Answer {
+                            number: u64::try_from(number).unwrap_or(0),
+                            detail,
+                        })
+                        .ok_or_else(|| {
+                            io_error(&format!("run {}", pending.run_id), "checkpoint not written")
+                        }),
+                })
+                .collect()
         })
         .collect()
-}
-
-fn ordinal(count: usize) -> i64 {
-    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// Why a batch left `run_id` out: the run is gone (`NotFound`) or another store holds it
@@ -803,6 +562,134 @@ mod tests {
             .iter()
             .flat_map(|answer| answer.as_ref().unwrap().iter().map(|a| a.number))
             .collect()
+    }
+
+    fn unit(run_id: &str, writes: Vec<Write>) -> Pending {
+        let (reply, _) = oneshot::channel();
+        Pending {
+            run_id: run_id.to_owned(),
+            writes,
+            reply,
+            chain: None,
+        }
+    }
+
+    fn numbered(body: &str, status: Option<&str>) -> Write {
+        Write::Event {
+            body: body.to_owned(),
+            status: status.map(str::to_owned),
+        }
+    }
+
+    fn document(body: &str) -> Write {
+        Write::Document {
+            path: "output/note.md".to_owned(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// One batch of several runs' units: each run's events numbered in queue order from its
+    /// head, a unit's events in one row, the last write of a document kept, the last stated
+    /// status stored, and a run this store does not hold left out alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_numbers_each_run_in_queue_order() {
+        let cluster = tokio::task::block_in_place(|| TestCluster::start(false)).unwrap();
+        let url = cluster.create_database("tt_unit_batch").await.unwrap();
+        let store = PostgresStore::open(&url).await.unwrap();
+        let (a, b) = (sample_run(1), sample_run(2));
+        for run in [&a, &b] {
+            store.create_run(run, &manifest_for(run)).await.unwrap();
+        }
+        let (a_id, b_id) = (a.id.as_str(), b.id.as_str());
+        let batch = [
+            unit(
+                a_id,
+                vec![
+                    numbered("{\"n\":1}", None),
+                    numbered("{\"n\":2}", Some("running")),
+                ],
+            ),
+            unit(b_id, vec![document("first"), numbered("{\"n\":1}", None)]),
+            unit(a_id, vec![numbered("{\"n\":3}", None)]),
+            unit(b_id, vec![document("second")]),
+            unit("run_nobody_holds", vec![numbered("{}", None)]),
+        ];
+        let mut tokens = Tokens {
+            owner_id: store.ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        };
+        let mut client = None;
+        let committed = commit_batch(
+            &mut client,
+            &url,
+            &store.ownership,
+            &batch,
+            "t1",
+            &mut tokens,
+            false,
+        );
+        let Ok(answers) = committed.await else {
+            panic!("the batch committed");
+        };
+        let numbers: Vec<Option<Vec<u64>>> = answers
+            .iter()
+            .map(|answer| {
+                answer
+                    .as_ref()
+                    .ok()
+                    .map(|a| a.iter().map(|a| a.number).collect())
+            })
+            .collect();
+        assert_eq!(
+            numbers,
+            [
+                Some(vec![1, 2]),
+                Some(vec![0, 1]),
+                Some(vec![3]),
+                Some(vec![0]),
+                None
+            ]
+        );
+        assert!(matches!(answers[4], Err(StorageError::NotFound { .. })));
+        let (conn, _) = client.expect("the committer's connection");
+        let rows = conn
+            .query(
+                "SELECT seq, span, body FROM events WHERE run_id = $1 ORDER BY seq",
+                &[&a_id],
+            )
+            .await
+            .unwrap();
+        let rows: Vec<(i64, i32, String)> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (2, 2, "[{\"n\":1},{\"n\":2}]".to_owned()),
+                (3, 1, "{\"n\":3}".to_owned())
+            ]
+        );
+        let status: Option<String> = conn
+            .query_one(
+                "SELECT journal_status FROM runs WHERE run_id = $1",
+                &[&a_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(status.as_deref(), Some("running"));
+        let kept: String = conn
+            .query_one(
+                "SELECT body FROM run_documents WHERE run_id = $1 AND path = 'output/note.md'",
+                &[&b_id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(kept, "second");
+        assert_eq!(store.last_seq(&b.id).await.unwrap(), 1);
     }
 
     /// A batch tried again under its token after its connection was lost is read back when
