@@ -1,5 +1,6 @@
-//! Group commit of journal appends and run documents, the writes a model turn makes most, and
-//! of the invocation and task records written together with the events that name them.
+//! Group commit of journal appends, run documents and workspace writes, the writes a model
+//! turn makes most, of checkpoints, and of the invocation and task records written together
+//! with the events that name them.
 //! Every such write of the store (any run) goes to one queue; one task takes everything
 //! queued, writes it in one statement (one transaction, one WAL flush) on its own connection,
 //! and answers each caller once that statement committed, so a write is still durable when it
@@ -25,7 +26,7 @@ use crate::retry::Backoff;
 
 mod batch;
 
-use batch::{BatchParams, CHECKPOINT_ANSWER, Key, RUN_ANSWER, UnitKeys, WRITE_BATCH};
+use batch::{BatchParams, CHECKPOINT_ANSWER, FILE_ANSWER, Key, RUN_ANSWER, UnitKeys, WRITE_BATCH};
 
 /// At most this many appends go into one statement (a fan-out's burst fits; arrays stay small).
 const MAX_BATCH: usize = 1024;
@@ -52,6 +53,23 @@ pub(crate) enum Write {
     /// fields other than `id`, `seq` and `files` in `head`; answered with its number and the
     /// files' fingerprints (JSON).
     Checkpoint { paths: String, head: String },
+    /// A workspace write or append (`tt_put_file`); answered with 0 and its outcome's row as
+    /// a JSON array (`outcome, detail, previous_sha256, new_sha256, new_bytes`).
+    File(FileWrite),
+}
+
+/// A workspace write as `tt_put_file` takes it.
+pub(crate) struct FileWrite {
+    pub path: String,
+    /// The path's strict ancestors below its root, as a JSON array.
+    pub above: String,
+    pub content: String,
+    /// The sha256 of `content` (the server hashes the joined text of an append).
+    pub sha256: String,
+    pub append: bool,
+    /// `none`, `must_not_exist` or `must_match` (then `expected` is the sha256 to match).
+    pub guard: &'static str,
+    pub expected: Option<String>,
 }
 
 /// What the statement answered for one write: an event's seq or a checkpoint's number (0 for
@@ -501,6 +519,12 @@ async fn settle(
                         number: 0,
                         detail: None,
                     }),
+                    Key::File(ord) => written
+                        .remove(&(FILE_ANSWER, ord))
+                        .map(|(_, detail)| Answer { number: 0, detail })
+                        .ok_or_else(|| {
+                            io_error(&format!("run {}", pending.run_id), "file not written")
+                        }),
                     Key::Checkpoint(ord) => written
                         .remove(&(CHECKPOINT_ANSWER, ord))
                         .map(|(number, detail)| Answer {

@@ -1,7 +1,8 @@
 //! Workspace files by logical path: one row per file (`tt_files`), directories implied by the
 //! paths below them and the five roots always present. A write or append is one call of the
-//! server function `tt_put_file`, which fences the run and locks the path with a
-//! transaction-scoped advisory lock, so guards are checked and applied atomically across hosts.
+//! server function `tt_put_file` in a batch of the store's group commit (`commit.rs`), which
+//! fences the run and locks the path with a transaction-scoped advisory lock, so guards are
+//! checked and applied atomically across hosts.
 //! A checkpoint copies the named files' fingerprints and text; it is one write of the store's
 //! group commit (`commit.rs`), which numbers it. Persistent states are rows keyed by
 //! conversation workspace, immutable once promoted.
@@ -26,7 +27,7 @@ use tt_ports::{
 };
 
 use crate::PostgresStore;
-use crate::commit::Write;
+use crate::commit::{FileWrite, Write};
 use crate::error::{io as db, parse, to_json};
 use crate::pool::StatementCache;
 use crate::retry::retrying;
@@ -64,6 +65,15 @@ fn parse_path(raw: &str) -> StorageResult<WorkspacePath> {
     WorkspacePath::parse(raw)
         .map_err(|err| StorageError::corrupt(format!("stored path {raw}"), err))
 }
+
+/// `tt_put_file`'s row: outcome, detail, previous sha256, new sha256, new size in bytes.
+type PutFileRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
 
 /// The strict ancestors of `path` below its root (`a/b/c` -> `a/b`; the root `a` never holds
 /// a file).
@@ -167,61 +177,11 @@ async fn run_workspace_id<C: GenericClient>(
     Ok(row.get(0))
 }
 
-/// What a write whose connection was lost before it answered did, if it is found to have
-/// committed: a write under a guard that left the file with exactly its text (the guard would
-/// refuse it a second time), or an append whose text the file now ends with. `None`: write it
-/// (again). A plain write is simply written again, which changes nothing when it had landed.
-/// The append's test cannot tell a lost append from one whose file already ended with the same
-/// text; it then takes the append as made (docs/storage.md, "A server restart").
-async fn landed_write(
-    conn: &crate::pool::PooledClient<'_>,
-    run_id: &RunId,
-    path: &WorkspacePath,
-    content: &str,
-    sha256: &str,
-    guard: &WriteGuard,
-    append: bool,
-) -> StorageResult<Option<WriteOutcome>> {
-    let row = conn
-        .query_opt(
-            "SELECT content, sha256 FROM tt_files WHERE run_id = $1 AND path = $2",
-            &[&run_id.as_str(), &path.as_str()],
-        )
-        .await
-        .map_err(db(ws_what(run_id)))?;
-    let Some(row) = row else {
-        return Ok(None);
-    };
-    let (current, current_sha): (&str, String) = (row.get(0), row.get(1));
-    let bytes = u64::try_from(current.len()).unwrap_or(u64::MAX);
-    if append {
-        return Ok(current.strip_suffix(content).map(|before| WriteOutcome {
-            previous_sha256: (!before.is_empty()).then(|| sha256_hex(before.as_bytes())),
-            sha256: current_sha,
-            bytes,
-        }));
-    }
-    if current_sha != sha256 {
-        return Ok(None);
-    }
-    Ok(match guard {
-        WriteGuard::None => None,
-        WriteGuard::MustNotExist => Some(WriteOutcome {
-            previous_sha256: None,
-            sha256: current_sha,
-            bytes,
-        }),
-        WriteGuard::MustMatchSha256(expected) => Some(WriteOutcome {
-            previous_sha256: Some(expected.clone()),
-            sha256: current_sha,
-            bytes,
-        }),
-    })
-}
-
 impl PostgresStore {
-    /// Writes or appends under the path's lock; `append` joins the new text to the old. One
-    /// statement: `tt_put_file` (migration 9) fences, checks and writes on the server.
+    /// Writes or appends under the path's lock; `append` joins the new text to the old. A write
+    /// of the group commit (`commit.rs`): `tt_put_file` (migration 9) fences, checks and
+    /// writes on the server, in the batch's transaction, so a fan-out's writes share one
+    /// round trip and one WAL flush instead of one each.
     async fn put_file(
         &self,
         run_id: &RunId,
@@ -230,71 +190,63 @@ impl PostgresStore {
         guard: &WriteGuard,
         append: bool,
     ) -> StorageResult<WriteOutcome> {
-        retrying(|attempt| async move {
-            if path.root().is_none() {
-                return Err(StorageError::not_found(path.to_string()));
-            }
-            if path.is_root_itself() {
-                return Err(StorageError::IsDirectory {
-                    path: path.to_string(),
-                });
-            }
-            self.claim_run(run_id).await?;
-            let (guard_kind, expected) = match guard {
-                WriteGuard::None => ("none", None),
-                WriteGuard::MustNotExist => ("must_not_exist", None),
-                WriteGuard::MustMatchSha256(sha) => ("must_match", Some(sha.as_str())),
-            };
+        if path.root().is_none() {
+            return Err(StorageError::not_found(path.to_string()));
+        }
+        if path.is_root_itself() {
+            return Err(StorageError::IsDirectory {
+                path: path.to_string(),
+            });
+        }
+        self.claim_run(run_id).await?;
+        let (guard_kind, expected) = match guard {
+            WriteGuard::None => ("none", None),
+            WriteGuard::MustNotExist => ("must_not_exist", None),
+            WriteGuard::MustMatchSha256(sha) => ("must_match", Some(sha.clone())),
+        };
+        let write = Write::File(FileWrite {
+            path: path.as_str().to_owned(),
+            above: to_json("ancestors", &ancestors(path))?,
+            content: content.to_owned(),
             // The sha256 of the text written, unless an append to an existing file (the server
             // hashes the joined text then).
-            let sha256 = sha256_hex(content.as_bytes());
-            let conn = self.pool.get().await?;
-            if attempt.retried
-                && let Some(landed) =
-                    landed_write(&conn, run_id, path, content, &sha256, guard, append).await?
-            {
-                return Ok(landed);
-            }
-            let row = conn
-                .query_one(
-                    "SELECT outcome, detail, previous_sha256, new_sha256, new_bytes
-                     FROM tt_put_file($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    &[
-                        &run_id.as_str(),
-                        &self.ownership.owner_id,
-                        &path.as_str(),
-                        &ancestors(path),
-                        &content,
-                        &sha256,
-                        &append,
-                        &guard_kind,
-                        &expected,
-                    ],
-                )
-                .await
-                .map_err(db(ws_what(run_id)))?;
-            let previous: Option<String> = row.get(2);
-            match row.get::<_, &str>(0) {
-                "written" => Ok(WriteOutcome {
-                    previous_sha256: previous,
-                    sha256: row.get(3),
-                    bytes: crate::runs::as_u64(row.get(4)),
-                }),
-                "refused" => Err(match guard.check(previous.as_deref()) {
-                    Err(violation) => StorageError::guard(path, violation),
-                    Ok(()) => StorageError::corrupt(
-                        ws_what(run_id),
-                        format!("the server refused a write to {path} that its guard allows"),
-                    ),
-                }),
-                "is_directory" => Err(StorageError::IsDirectory {
-                    path: path.to_string(),
-                }),
-                "not_a_directory" => Err(StorageError::NotADirectory { path: row.get(1) }),
-                fenced => Err(self.fenced(run_id, fenced)),
-            }
-        })
-        .await
+            sha256: sha256_hex(content.as_bytes()),
+            append,
+            guard: guard_kind,
+            expected,
+        });
+        let answer = self
+            .journal
+            .submit_answers(run_id.as_str(), vec![write])
+            .await?
+            .pop()
+            .and_then(|answer| answer.detail)
+            .ok_or_else(|| {
+                StorageError::corrupt(ws_what(run_id), "the server answered no write outcome")
+            })?;
+        let (outcome, detail, previous, new_sha256, new_bytes): PutFileRow =
+            parse("a write's outcome", &answer)?;
+        match outcome.as_str() {
+            "written" => Ok(WriteOutcome {
+                previous_sha256: previous,
+                sha256: new_sha256.unwrap_or_default(),
+                bytes: crate::runs::as_u64(new_bytes.unwrap_or_default()),
+            }),
+            "refused" => Err(match guard.check(previous.as_deref()) {
+                Err(violation) => StorageError::guard(path, violation),
+                Ok(()) => StorageError::corrupt(
+                    ws_what(run_id),
+                    format!("the server refused a write to {path} that its guard allows"),
+                ),
+            }),
+            "is_directory" => Err(StorageError::IsDirectory {
+                path: path.to_string(),
+            }),
+            "not_a_directory" => Err(StorageError::NotADirectory {
+                path: detail.unwrap_or_default(),
+            }),
+            fenced => Err(self.fenced(run_id, fenced)),
+        }
     }
 
     /// The error of a write the server's fence refused (`tt_fence`).

@@ -181,6 +181,45 @@ async fn a_replys_delegations_are_one_commit_each() {
     assert!(seq_of("tool_call_completed", 2) < seq_of("model_request_created", 1));
 }
 
+/// A workspace write's end and its `workspace_file_written` are one unit, and the file's
+/// checkpoint follows at that event.
+#[tokio::test]
+async fn a_writes_end_and_its_change_are_one_commit() {
+    let store = InMemoryStore::new();
+    let log = Arc::new(UnitLog {
+        inner: Arc::clone(&store),
+        units: Mutex::new(Vec::new()),
+    });
+    let service = AgentRunService::new(RuntimeServices {
+        journal: log.clone(),
+        ..in_memory_services(&store, by_turn(happy_turns()))
+    });
+    let run = start_and_wait(&service, request(None)).await;
+    assert_eq!(run.status, AgentRunStatus::Completed);
+    let units = log.units.lock().unwrap().clone();
+    let written = units
+        .iter()
+        .position(|unit| unit.contains(&"workspace_file_written".to_owned()))
+        .unwrap();
+    assert_eq!(
+        units[written - 1..=written].to_vec(),
+        vec![
+            types(&[&START]),
+            types(&[&END, &["workspace_file_written"]]),
+        ]
+    );
+    let events = store.events(&run.id);
+    let change = events
+        .iter()
+        .find(|event| event.event_type.as_str() == "workspace_file_written")
+        .unwrap();
+    let checkpoint = events
+        .iter()
+        .find(|event| event.event_type.as_str() == "checkpoint_created")
+        .unwrap();
+    assert_eq!(checkpoint.payload["eventSeq"], json!(change.seq));
+}
+
 /// A journal whose chained units (`commit_chained`) wait in a queue until three are queued,
 /// or until anything else is written; then they are written in order and their outcomes
 /// answered. Records how many units each release wrote.

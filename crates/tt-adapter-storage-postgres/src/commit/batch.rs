@@ -111,13 +111,27 @@ cps_stored AS (
                'files', prints))::text,
            texts::text
     FROM cps_printed),
+files_put AS (
+    SELECT f.ord, p.outcome, p.detail, p.previous_sha256, p.new_sha256, p.new_bytes
+    FROM unnest($27::text[], $28::text[], $29::text[], $30::text[], $31::text[], $32::bool[],
+                $33::text[], $34::text[])
+         WITH ORDINALITY AS f (run_id, path, above, content, sha256, append, guard, expected, ord)
+    CROSS JOIN LATERAL tt_put_file(
+        f.run_id, $1, f.path, ARRAY(SELECT json_array_elements_text(f.above::json)),
+        f.content, f.sha256, f.append, f.guard, f.expected) AS p
+    WHERE f.run_id IN (SELECT run_id FROM held)),
 heard AS (
     SELECT count(pg_notify('tt_journal', run_id || ' ' || last)::text) AS notes FROM heads),
 answers (kind, ord, seq, detail) AS (
     SELECT 0, i.ord, coalesce(h.base, -1), NULL::text
     FROM runs_in i JOIN held USING (run_id) LEFT JOIN heads h USING (run_id) CROSS JOIN heard
     UNION ALL
-    SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c),
+    SELECT 4, c.ord, c.seq, c.prints::text FROM cps_printed c
+    UNION ALL
+    SELECT 5, p.ord, 0,
+           json_build_array(p.outcome, p.detail, p.previous_sha256, p.new_sha256,
+                            p.new_bytes)::text
+    FROM files_put p),
 noted AS (
     INSERT INTO tt_commit_batches (token, answers)
     SELECT $25, coalesce(json_agg(json_build_array(kind, ord, seq, detail)), '[]')::text
@@ -130,6 +144,8 @@ SELECT kind, ord, seq, detail FROM answers";
 pub(super) const RUN_ANSWER: i32 = 0;
 /// The answer kind of a stored checkpoint (its number and fingerprints).
 pub(super) const CHECKPOINT_ANSWER: i32 = 4;
+/// The answer kind of a workspace write (`tt_put_file`'s row).
+pub(super) const FILE_ANSWER: i32 = 5;
 
 /// Where one write's answer comes from.
 #[derive(Clone, Copy)]
@@ -140,6 +156,8 @@ pub(super) enum Key {
     Record,
     /// A checkpoint, at this place (1-based) among the batch's checkpoints.
     Checkpoint(i64),
+    /// A workspace write, at this place (1-based) among the batch's writes.
+    File(i64),
 }
 
 /// One caller's writes: its run's place in the batch's runs (1-based), and each write's key.
@@ -175,6 +193,14 @@ pub(super) struct BatchParams<'b> {
     cp_runs: Vec<&'b str>,
     cp_paths: Vec<&'b str>,
     cp_heads: Vec<&'b str>,
+    file_runs: Vec<&'b str>,
+    file_paths: Vec<&'b str>,
+    file_above: Vec<&'b str>,
+    file_contents: Vec<&'b str>,
+    file_shas: Vec<&'b str>,
+    file_appends: Vec<bool>,
+    file_guards: Vec<&'b str>,
+    file_expected: Vec<Option<&'b str>>,
     /// Each pending caller's keys, in batch order.
     pub keys: Vec<UnitKeys>,
 }
@@ -251,6 +277,17 @@ impl<'b> BatchParams<'b> {
                         p.cp_heads.push(head);
                         Key::Checkpoint(ordinal(p.cp_runs.len()))
                     }
+                    Write::File(file) => {
+                        p.file_runs.push(run_id);
+                        p.file_paths.push(&file.path);
+                        p.file_above.push(&file.above);
+                        p.file_contents.push(&file.content);
+                        p.file_shas.push(&file.sha256);
+                        p.file_appends.push(file.append);
+                        p.file_guards.push(file.guard);
+                        p.file_expected.push(file.expected.as_deref());
+                        Key::File(ordinal(p.file_runs.len()))
+                    }
                 });
             }
             if !events.is_empty() {
@@ -274,7 +311,7 @@ impl<'b> BatchParams<'b> {
         token: &str,
         tokens: &Tokens,
     ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
-        let params: [&(dyn ToSql + Sync); 26] = [
+        let params: [&(dyn ToSql + Sync); 34] = [
             owner_id,
             &self.runs,
             &self.run_events,
@@ -301,6 +338,14 @@ impl<'b> BatchParams<'b> {
             &self.cp_heads,
             &token,
             &tokens.acknowledged,
+            &self.file_runs,
+            &self.file_paths,
+            &self.file_above,
+            &self.file_contents,
+            &self.file_shas,
+            &self.file_appends,
+            &self.file_guards,
+            &self.file_expected,
         ];
         conn.query(statement, &params).await
     }

@@ -168,12 +168,18 @@ async fn dispatch(
             return Err(err);
         }
     };
-    let holds_end = resolved
+    // A delegation's end waits for the agent's next unit; a workspace write's end goes out
+    // with the write's own event, one unit (`apply_effect`).
+    let holds_end = (resolved
         .as_ref()
         .is_some_and(|tool| *tool == ToolName::AgentDelegate)
         && !result.is_error
         && control == LoopControl::Continue
-        && matches!(effect, ToolEffect::None);
+        && matches!(effect, ToolEffect::None))
+        || matches!(
+            effect,
+            ToolEffect::FileWritten { .. } | ToolEffect::PatchApplied { .. }
+        );
     record_call_end(ctx, inv, flight, &result, started_at, holds_end).await?;
     apply_effect(ctx, inv, effect).await?;
     Ok(DispatchedCall {
@@ -503,12 +509,14 @@ async fn finish(
     })
 }
 
+/// Journals what a call changed. A workspace change's event goes out in one unit with what the
+/// agent holds back (the call's end, `dispatch`), then the file is checkpointed at it.
 pub(crate) async fn apply_effect(
     ctx: &RunContext,
     inv: &mut InvocationRuntime,
     effect: ToolEffect,
 ) -> ApplicationResult<()> {
-    let invocation_id = &inv.invocation.id;
+    let invocation_id = inv.invocation.id.clone();
     match effect {
         ToolEffect::None => Ok(()),
         ToolEffect::ResultsDelivered { task_ids } => {
@@ -532,7 +540,7 @@ pub(crate) async fn apply_effect(
             };
             journal_change(
                 ctx,
-                invocation_id,
+                inv,
                 &written,
                 CheckpointReason::ToolWorkspaceWrite,
                 path,
@@ -548,6 +556,7 @@ pub(crate) async fn apply_effect(
             replacements,
         } => {
             if inv.owns_run() {
+                crate::engine::held_writes::flush(ctx, inv).await?;
                 ctx.try_set_status(AgentRunStatus::ApplyingWorkspacePatch)
                     .await?;
             }
@@ -562,7 +571,7 @@ pub(crate) async fn apply_effect(
             };
             journal_change(
                 ctx,
-                invocation_id,
+                inv,
                 &applied,
                 CheckpointReason::ToolWorkspacePatch,
                 path,
@@ -576,18 +585,27 @@ pub(crate) async fn apply_effect(
     }
 }
 
-/// Journals the event of a workspace change (`change`), then checkpoints its file at that
-/// event (`reason`).
+/// Journals the event of a workspace change (`change`) after what the agent holds back (the
+/// call's end), one unit, then checkpoints its file at that event (`reason`).
 async fn journal_change<P: payload::EventPayload>(
     ctx: &RunContext,
-    invocation_id: &tt_domain::ids::InvocationId,
+    inv: &mut InvocationRuntime,
     change: &P,
     reason: CheckpointReason,
     path: tt_domain::workspace::WorkspacePath,
 ) -> ApplicationResult<()> {
-    let event = ctx
-        .events
-        .record(&ctx.run_id, EventLevel::Info, change)
-        .await?;
-    checkpoint(ctx, invocation_id, reason, event.seq, &[path]).await
+    crate::engine::held_writes::settle(inv).await?;
+    let mut unit = std::mem::take(&mut inv.held_writes);
+    unit.push(ctx.events.stamp(
+        &ctx.run_id,
+        crate::events::EventSink::pending(EventLevel::Info, change)?,
+    ));
+    let stored = ctx.events.commit(&ctx.run_id, unit).await?;
+    let Some(event) = stored.last() else {
+        return Err(ApplicationError::fatal(
+            error_codes::AGENT_STORAGE_IO,
+            "the journal answered a workspace change with no event",
+        ));
+    };
+    checkpoint(ctx, &inv.invocation.id, reason, event.seq, &[path]).await
 }
