@@ -716,6 +716,149 @@ mod tests {
         assert_eq!(store.last_seq(&b.id).await.unwrap(), 1);
     }
 
+    fn file(path: &str, above: &[&str], content: &str, append: bool, guard: &'static str) -> Write {
+        Write::File(FileWrite {
+            path: path.to_owned(),
+            above: serde_json::to_string(above).unwrap(),
+            content: content.to_owned(),
+            sha256: tt_domain::text::sha256_hex(content.as_bytes()),
+            append,
+            guard,
+            expected: None,
+        })
+    }
+
+    /// The outcome column and detail of each write's answer.
+    fn outcomes(answers: &[StorageResult<Vec<Answer>>]) -> Vec<(String, Option<String>)> {
+        answers
+            .iter()
+            .map(|answer| {
+                let detail = answer.as_ref().unwrap()[0].detail.as_deref().unwrap();
+                let row: (
+                    String,
+                    Option<String>,
+                    Option<String>,
+                    Option<String>,
+                    Option<i64>,
+                ) = serde_json::from_str(detail).unwrap();
+                (row.0, row.1)
+            })
+            .collect()
+    }
+
+    /// Workspace writes in one batch, one after another in queue order: a path written twice
+    /// sees its first write (the append joins it), and each write's checks and outcome are
+    /// `tt_put_file`'s.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_writes_files_as_if_one_after_another() {
+        let cluster = tokio::task::block_in_place(|| TestCluster::start(false)).unwrap();
+        let url = cluster.create_database("tt_unit_files").await.unwrap();
+        let store = PostgresStore::open(&url).await.unwrap();
+        let run = sample_run(1);
+        store.create_run(&run, &manifest_for(&run)).await.unwrap();
+        let id = run.id.as_str();
+        let mut tokens = Tokens {
+            owner_id: store.ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        };
+        let mut client = None;
+        let before = [
+            unit(id, vec![file("scratch/a.md", &[], "A", false, "none")]),
+            unit(
+                id,
+                vec![file(
+                    "scratch/dir/b.md",
+                    &["scratch/dir"],
+                    "B",
+                    false,
+                    "none",
+                )],
+            ),
+        ];
+        let committed = commit_batch(
+            &mut client,
+            &url,
+            &store.ownership,
+            &before,
+            "t1",
+            &mut tokens,
+            false,
+        );
+        let Ok(answers) = committed.await else {
+            panic!("the first batch committed");
+        };
+        assert_eq!(
+            outcomes(&answers),
+            [("written".to_owned(), None), ("written".to_owned(), None)]
+        );
+        let batch = [
+            unit(id, vec![file("scratch/n.md", &[], "one", false, "none")]),
+            unit(id, vec![file("scratch/n.md", &[], "+two", true, "none")]),
+            unit(
+                id,
+                vec![file(
+                    "scratch/a.md/c.md",
+                    &["scratch/a.md"],
+                    "C",
+                    false,
+                    "none",
+                )],
+            ),
+            unit(id, vec![file("scratch/dir", &[], "D", false, "none")]),
+            unit(
+                id,
+                vec![file("scratch/a.md", &[], "A2", false, "must_not_exist")],
+            ),
+            unit(id, vec![file("scratch/a.md", &[], "+more", true, "none")]),
+        ];
+        let committed = commit_batch(
+            &mut client,
+            &url,
+            &store.ownership,
+            &batch,
+            "t2",
+            &mut tokens,
+            false,
+        );
+        let Ok(answers) = committed.await else {
+            panic!("the second batch committed");
+        };
+        let written = |detail: Option<&str>| ("written".to_owned(), detail.map(str::to_owned));
+        assert_eq!(
+            outcomes(&answers),
+            [
+                written(None),
+                written(None),
+                (
+                    "not_a_directory".to_owned(),
+                    Some("scratch/a.md".to_owned())
+                ),
+                ("is_directory".to_owned(), None),
+                ("refused".to_owned(), None),
+                written(None),
+            ]
+        );
+        let (conn, _) = client.expect("the committer's connection");
+        let content = |path: &'static str| {
+            let conn = &conn;
+            async move {
+                let row = conn
+                    .query_one(
+                        "SELECT content, sha256 FROM tt_files WHERE run_id = $1 AND path = $2",
+                        &[&id, &path],
+                    )
+                    .await
+                    .unwrap();
+                let (content, sha): (String, String) = (row.get(0), row.get(1));
+                assert_eq!(sha, tt_domain::text::sha256_hex(content.as_bytes()));
+                content
+            }
+        };
+        assert_eq!(content("scratch/n.md").await, "one+two");
+        assert_eq!(content("scratch/a.md").await, "A+more");
+    }
+
     /// A batch tried again under its token after its connection was lost is read back when
     /// its first try had committed, and written when it had not: never twice.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

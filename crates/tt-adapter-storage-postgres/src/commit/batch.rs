@@ -32,11 +32,14 @@ use super::{Pending, Tokens, Write};
 ///   a lock: only the committer of the store holding the run's lease writes its checkpoints and
 ///   its batches run one after another, so `max(seq)` is never read by two writers at once; a
 ///   second writer would fail on `tt_checkpoints`' primary key, never reuse a number.
+/// - workspace writes go through `tt_put_file` (migration 9: its fence, path lock, checks and
+///   outcome), one after another in queue order, each seeing the ones before.
 /// - each run's newest seq is notified on `tt_journal`.
 ///
 /// Answers `(0, run's place in $2, base, NULL)` per held run (`base` is the run's `last_seq`
-/// before the batch, -1 when the run has new events but no `runs` row) and
-/// `(4, ord, number, fingerprints)` per stored checkpoint. The same answers are kept as JSON in
+/// before the batch, -1 when the run has new events but no `runs` row),
+/// `(4, ord, number, fingerprints)` per stored checkpoint and `(5, ord, 0, outcome)` per
+/// workspace write (`tt_put_file`'s row as a JSON array). The same answers are kept as JSON in
 /// `tt_commit_batches` under the batch's token (`$25`, migration 13), in the same transaction,
 /// so a batch whose connection was lost before its answer arrived is known to have committed
 /// (and what it answered) or not, and is never written twice; the tokens of batches whose
