@@ -182,7 +182,7 @@ async fn a_replys_delegations_are_one_commit_each() {
 }
 
 /// A workspace write's end and its `workspace_file_written` are one unit, and the file's
-/// checkpoint follows at that event.
+/// checkpoint follows at that event; a model answer's document and its events are one unit.
 #[tokio::test]
 async fn a_writes_end_and_its_change_are_one_commit() {
     let store = InMemoryStore::new();
@@ -208,6 +208,12 @@ async fn a_writes_end_and_its_change_are_one_commit() {
             types(&[&END, &["workspace_file_written"]]),
         ]
     );
+    let answered = types(&[&[
+        "model_response_stored",
+        "provider_state_updated",
+        "model_completed",
+    ]]);
+    assert_eq!(units.iter().filter(|unit| **unit == answered).count(), 3);
     let events = store.events(&run.id);
     let change = events
         .iter()

@@ -270,32 +270,34 @@ async fn store_response(
         invocation_id: &'a tt_domain::ids::InvocationId,
         response: tt_domain::model_storage::StoredModelResponse<'a>,
     }
-    ctx.services
-        .runs
-        .write_serialized_document(
-            run_id,
-            &document,
-            &tt_ports::SerializedDocument::new(&ResponseDocument {
-                round,
-                invocation_id,
-                response: response.for_storage(),
-            })?,
-        )
-        .await?;
-    journal_stored_response(
-        ctx,
+    let body = tt_ports::SerializedDocument::new(&ResponseDocument {
+        round,
+        invocation_id,
+        response: response.for_storage(),
+    })?;
+    // The document and the events that name it, one unit: written one right after the other.
+    let events = stored_response_events(
         inv,
         round,
         &request.session.session_id,
         request.messages.len(),
         response,
-    )
-    .await
+    )?;
+    let unit = std::iter::once(tt_ports::RunWrite::Document { document, body })
+        .chain(
+            events
+                .into_iter()
+                .map(|event| ctx.events.stamp(run_id, event)),
+        )
+        .collect();
+    ctx.events.commit(run_id, unit).await?;
+    count_spend(ctx, inv, response);
+    Ok(())
 }
 
-/// The events of a stored response: `model_response_stored`, `provider_state_updated` and
-/// `model_completed`. Also journaled on resume for a response whose document was written
-/// before the interruption but whose events were not (docs/resume.md).
+/// Journals the events of a stored response ([`stored_response_events`]) on resume, for a
+/// response whose document was written before the interruption but whose events were not
+/// (docs/resume.md; the file store writes a unit one write at a time).
 pub(crate) async fn journal_stored_response(
     ctx: &RunContext,
     inv: &InvocationRuntime,
@@ -304,7 +306,30 @@ pub(crate) async fn journal_stored_response(
     message_cursor: usize,
     response: &AgentModelResponse,
 ) -> ApplicationResult<()> {
-    let run_id = &ctx.run_id;
+    let events = stored_response_events(inv, round, session_id, message_cursor, response)?;
+    ctx.events.record_all(&ctx.run_id, events).await?;
+    count_spend(ctx, inv, response);
+    Ok(())
+}
+
+/// The run's spend counts what `model_completed` journals (`spend_limit`), once.
+fn count_spend(ctx: &RunContext, inv: &InvocationRuntime, response: &AgentModelResponse) {
+    if let Some(cost) =
+        call_cost(inv, response.usage.as_ref()).and_then(tt_domain::cost::Usd::from_dollars)
+    {
+        ctx.spend.add(cost);
+    }
+}
+
+/// The events of a stored response, in order: `model_response_stored`,
+/// `provider_state_updated` and `model_completed`.
+fn stored_response_events(
+    inv: &InvocationRuntime,
+    round: u32,
+    session_id: &str,
+    message_cursor: usize,
+    response: &AgentModelResponse,
+) -> ApplicationResult<Vec<PendingEvent>> {
     let invocation_id = &inv.invocation.id;
     let path = RunDocument::ModelResponse {
         invocation_id: invocation_id.clone(),
@@ -365,25 +390,11 @@ pub(crate) async fn journal_stored_response(
         finish_reason: response.finish_reason.clone(),
         narration,
     };
-    // The three in one append: they are journaled one right after the other.
-    ctx.events
-        .record_all(
-            run_id,
-            vec![
-                EventSink::pending(EventLevel::Info, &stored)?,
-                EventSink::pending(EventLevel::Info, &provider_state)?,
-                EventSink::pending(EventLevel::Info, &completed)?,
-            ],
-        )
-        .await?;
-    // The run's spend counts what `model_completed` journals (`spend_limit`), once.
-    if let Some(cost) = completed
-        .cost_usd
-        .and_then(tt_domain::cost::Usd::from_dollars)
-    {
-        ctx.spend.add(cost);
-    }
-    Ok(())
+    Ok(vec![
+        EventSink::pending(EventLevel::Info, &stored)?,
+        EventSink::pending(EventLevel::Info, &provider_state)?,
+        EventSink::pending(EventLevel::Info, &completed)?,
+    ])
 }
 
 /// What a call with `usage` cost on this agent's model, when its price is known.
