@@ -2,9 +2,11 @@
 //! durable with one `fdatasync` per dirty segment file, either when somebody waits at a
 //! durability point or at most [`FLUSH_INTERVAL`] after the write. Every agent of a run that
 //! waits while a flush is running shares the next one. When the last flush served more than
-//! one waiter (agents are reaching durability points concurrently), the next flush waits until
-//! [`GROUP_COMMIT_WINDOW`] after it, so everyone arriving in the window shares it; a lone
-//! durability point (a small run, a quiet spell) is flushed at once.
+//! one waiter (agents are reaching durability points concurrently) and cost the disk something
+//! (at least [`FREE_FLUSH`]), the next flush waits until [`GROUP_COMMIT_WINDOW`] after it, so
+//! everyone arriving in the window shares it; a lone durability point (a small run, a quiet
+//! spell) is flushed at once, and so is every one on a file system whose syncs are free (tmpfs),
+//! where a window would only keep the agents waiting.
 
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,11 +21,15 @@ use crate::{faults, fsutil};
 /// Longest time a write stays only in the page cache when nobody waits for it.
 pub(crate) const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Shortest time between two flushes while waiters keep arriving. 3 ms measured best of 1, 2,
-/// 3, 5 and 10 ms in the 256-agent fan-out, both on tmpfs (free syncs: a wider window only
-/// makes agents wait) and on ext4 (a narrower one syncs more often than the disk keeps up
-/// with); docs/benchmarks.md, 7 December 2026.
+/// Shortest time between two flushes while waiters keep arriving and flushes cost the disk
+/// something. 3 ms measured best of 1, 3 and 10 ms in the 256-agent fan-out on ext4 (a
+/// narrower one syncs more often than the disk keeps up with, a wider one keeps the agents
+/// waiting); docs/benchmarks.md, 7 December 2026.
 pub(crate) const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(3);
+
+/// A flush that took less than this cost the disk nothing (the page cache of tmpfs): the next
+/// one does not wait for a window to fill. A disk's `fdatasync` takes 0.1 ms and more.
+pub(crate) const FREE_FLUSH: Duration = Duration::from_micros(50);
 
 /// What a run's flushes have reached.
 #[derive(Debug, Clone, Default)]
@@ -230,6 +236,8 @@ impl Drop for Flusher {
 fn flusher_loop(shared: &Shared) {
     // When the last flush served several waiters, and when it happened.
     let mut last_shared_flush: Option<Instant> = None;
+    // How many waiters the flush being made serves.
+    let mut served;
     loop {
         let (batch, shutdown) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
@@ -256,8 +264,7 @@ fn flusher_loop(shared: &Shared) {
                 queue = next;
             }
             let mut batch = std::mem::take(&mut queue.waiting);
-            let served = std::mem::take(&mut queue.waiters);
-            last_shared_flush = (served > 1).then(Instant::now);
+            served = std::mem::take(&mut queue.waiters);
             queue.open.retain(|weak| weak.strong_count() > 0);
             // Runs nobody waits for are flushed on the interval (and at shutdown).
             for run in queue.open.iter().filter_map(Weak::upgrade) {
@@ -267,10 +274,12 @@ fn flusher_loop(shared: &Shared) {
             }
             (batch, queue.shutdown)
         };
+        let started = Instant::now();
         for run in batch {
             // A failure is published to the run's waiters; the flusher carries on with others.
             let _ = run.flush();
         }
+        last_shared_flush = (served > 1 && started.elapsed() >= FREE_FLUSH).then_some(started);
         if shutdown {
             return;
         }
