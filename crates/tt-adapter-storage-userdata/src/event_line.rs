@@ -74,6 +74,12 @@ impl EventLine {
         Ok(line)
     }
 
+    /// At least the length of the line [`with_seq`](Self::with_seq) gives (the room for the
+    /// seq included).
+    pub(crate) fn max_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The whole line with `seq`: `{"seq":N,` takes the place of the tail's `{`.
     pub(crate) fn with_seq(&mut self, seq: u64) -> &[u8] {
         let mut digits = [0u8; 20];

@@ -424,40 +424,53 @@ impl OwnedRun {
     }
 
     /// Appends `events` in order under one hold of the run's files, so their seqs follow one
-    /// another whatever else appends meanwhile (`RunJournal::append_all`). On an error the
-    /// events before the one that failed are appended.
+    /// another whatever else appends meanwhile (`RunJournal::append_all`), as one `write` of
+    /// their lines: all of them are appended or, on an error, none.
     pub(crate) fn append_events(
         &self,
         events: Vec<NewRunEvent>,
     ) -> StorageResult<Vec<RecordedEvent>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut lines = Vec::with_capacity(events.len());
         for event in &events {
             lines.push(EventLine::new(event)?);
         }
-        let mut stored = Vec::with_capacity(events.len());
         let mut files = self.files();
-        let mut outcome = Ok(());
-        for (event, mut line) in events.into_iter().zip(lines) {
-            let seq = files.journal_index.last_seq + 1;
-            let line = line.with_seq(seq);
-            match files.journal.append(line) {
-                Ok(offset) => {
-                    files
-                        .journal_index
-                        .observe_append(seq, offset, line.len() as u64);
-                    stored.push(event.with_seq(seq));
-                }
-                Err(err) => {
-                    outcome = Err(err);
-                    break;
-                }
+        let first_seq = files.journal_index.last_seq + 1;
+        // Each line's place in the write and its length: one line is written as it is, several
+        // joined (one copy, one system call instead of one per line).
+        let mut spans = Vec::with_capacity(lines.len());
+        let offset = match lines.as_mut_slice() {
+            [line] => {
+                let line = line.with_seq(first_seq);
+                spans.push((0, line.len()));
+                files.journal.append(line)?
             }
+            many => {
+                let mut joined = Vec::with_capacity(many.iter().map(EventLine::max_len).sum());
+                for (seq, line) in (first_seq..).zip(many.iter_mut()) {
+                    let line = line.with_seq(seq);
+                    spans.push((joined.len(), line.len()));
+                    joined.extend_from_slice(line);
+                }
+                files.journal.append(&joined)?
+            }
+        };
+        for (seq, (start, len)) in (first_seq..).zip(&spans) {
+            files
+                .journal_index
+                .observe_append(seq, offset + *start as u64, *len as u64);
         }
         drop(files);
-        if !stored.is_empty() {
+        if !spans.is_empty() {
             self.sync.mark_written(JOURNAL);
         }
-        outcome.map(|()| stored)
+        Ok((first_seq..)
+            .zip(events)
+            .map(|(seq, event)| event.with_seq(seq))
+            .collect())
     }
 
     /// Plans something from the journal's path and index as they are now (a page read then

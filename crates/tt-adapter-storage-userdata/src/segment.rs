@@ -13,8 +13,8 @@ use tt_ports::{StorageError, StorageResult};
 use crate::faults::{self, Fault, Op};
 use crate::fsutil;
 
-/// An open segment file of a run this process owns. Appends go to the end as one `write` of a
-/// whole line; `len` is the end of the last complete line.
+/// An open segment file of a run this process owns. Appends go to the end as one `write` of
+/// whole lines (one, or several joined); `len` is the end of the last complete line.
 pub(crate) struct Segment {
     path: PathBuf,
     /// Shared with the flusher, which syncs through the same descriptor.
