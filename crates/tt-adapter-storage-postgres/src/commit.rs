@@ -27,6 +27,7 @@ use crate::retry::Backoff;
 mod batch;
 
 use batch::{BatchParams, CHECKPOINT_ANSWER, FILE_ANSWER, Key, RUN_ANSWER, UnitKeys, WRITE_BATCH};
+pub(crate) use batch::{FileWrite, NewTaskRow, Write};
 
 /// At most this many appends go into one statement (a fan-out's burst fits; arrays stay small).
 const MAX_BATCH: usize = 1024;
@@ -35,58 +36,11 @@ const MAX_BATCH: usize = 1024;
 /// before the answer arrived.
 const LANDED: &str = "SELECT answers FROM tt_commit_batches WHERE token = $1";
 
-/// What a caller asked to write.
-pub(crate) enum Write {
-    /// A journal event's JSON, and the status it states when it is a `status_changed`
-    /// (stored as the run's `journal_status` in the same statement); answered with its seq.
-    Event {
-        body: String,
-        status: Option<String>,
-    },
-    /// A run document at `path`; answered with 0.
-    Document { path: String, body: String },
-    /// An invocation record's JSON; answered with 0.
-    Invocation { invocation_id: String, body: String },
-    /// A new task record's JSON and its indexed columns; answered with 0.
-    Task(NewTaskRow),
-    /// A checkpoint of the files at `paths` (a JSON array of relative paths), its record's
-    /// fields other than `id`, `seq` and `files` in `head`; answered with its number and the
-    /// files' fingerprints (JSON).
-    Checkpoint { paths: String, head: String },
-    /// A workspace write or append (`tt_put_file`); answered with 0 and its outcome's row as
-    /// a JSON array (`outcome, detail, previous_sha256, new_sha256, new_bytes`).
-    File(FileWrite),
-}
-
-/// A workspace write as `tt_put_file` takes it.
-pub(crate) struct FileWrite {
-    pub path: String,
-    /// The path's strict ancestors below its root, as a JSON array.
-    pub above: String,
-    pub content: String,
-    /// The sha256 of `content` (the server hashes the joined text of an append).
-    pub sha256: String,
-    pub append: bool,
-    /// `none`, `must_not_exist` or `must_match` (then `expected` is the sha256 to match).
-    pub guard: &'static str,
-    pub expected: Option<String>,
-}
-
 /// What the statement answered for one write: an event's seq or a checkpoint's number (0 for
 /// the others), and a checkpoint's fingerprints.
 pub(crate) struct Answer {
     pub number: u64,
     pub detail: Option<String>,
-}
-
-/// A new task's row, as `AgentInvocationRepository::create_task` inserts it.
-pub(crate) struct NewTaskRow {
-    pub task_id: String,
-    pub parent_id: String,
-    pub child_id: String,
-    pub workspace_key: String,
-    pub delegation: bool,
-    pub body: String,
 }
 
 /// One caller's writes (of one run) waiting for their batch: they always go into the same
@@ -422,7 +376,11 @@ async fn commit_batch(
     let Some((conn, statement)) = client.as_ref() else {
         return failed("no connection");
     };
-    let params = BatchParams::of(batch);
+    let params = BatchParams::of(
+        batch
+            .iter()
+            .map(|pending| (pending.run_id.as_str(), pending.writes.as_slice())),
+    );
     if maybe_landed {
         match conn.query_opt(LANDED, &[&token]).await {
             Ok(Some(row)) => {
@@ -437,7 +395,13 @@ async fn commit_batch(
         }
     }
     let rows = match params
-        .send(conn, statement, &ownership.owner_id, token, tokens)
+        .send(
+            conn,
+            statement,
+            &ownership.owner_id,
+            token,
+            &tokens.acknowledged,
+        )
         .await
     {
         Ok(rows) => rows,
@@ -581,6 +545,14 @@ mod tests {
         }
     }
 
+    fn tokens_of(store: &PostgresStore) -> Tokens {
+        Tokens {
+            owner_id: store.ownership.owner_id.clone(),
+            next: 0,
+            acknowledged: Vec::new(),
+        }
+    }
+
     fn seqs(answers: &[StorageResult<Vec<Answer>>]) -> Vec<u64> {
         answers
             .iter()
@@ -638,11 +610,7 @@ mod tests {
             unit(b_id, vec![document("second")]),
             unit("run_nobody_holds", vec![numbered("{}", None)]),
         ];
-        let mut tokens = Tokens {
-            owner_id: store.ownership.owner_id.clone(),
-            next: 0,
-            acknowledged: Vec::new(),
-        };
+        let mut tokens = tokens_of(&store);
         let mut client = None;
         let committed = commit_batch(
             &mut client,
@@ -757,11 +725,7 @@ mod tests {
         let run = sample_run(1);
         store.create_run(&run, &manifest_for(&run)).await.unwrap();
         let id = run.id.as_str();
-        let mut tokens = Tokens {
-            owner_id: store.ownership.owner_id.clone(),
-            next: 0,
-            acknowledged: Vec::new(),
-        };
+        let mut tokens = tokens_of(&store);
         let mut client = None;
         let before = [
             unit(id, vec![file("scratch/a.md", &[], "A", false, "none")]),
@@ -869,11 +833,7 @@ mod tests {
         let run = sample_run(1);
         store.create_run(&run, &manifest_for(&run)).await.unwrap();
         let batch = [event(run.id.as_str())];
-        let mut tokens = Tokens {
-            owner_id: store.ownership.owner_id.clone(),
-            next: 0,
-            acknowledged: Vec::new(),
-        };
+        let mut tokens = tokens_of(&store);
         let (ownership, mut client) = (&store.ownership, None);
         let first = commit_batch(
             &mut client,

@@ -23,6 +23,15 @@ struct UnitLog {
     units: Mutex<Vec<Vec<String>>>,
 }
 
+impl UnitLog {
+    fn over(store: &Arc<InMemoryStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Arc::clone(store),
+            units: Mutex::new(Vec::new()),
+        })
+    }
+}
+
 #[async_trait]
 impl RunJournal for UnitLog {
     async fn append(&self, event: NewRunEvent) -> StorageResult<RecordedEvent> {
@@ -105,10 +114,7 @@ async fn delegate_in_one_reply(
 #[tokio::test]
 async fn a_replys_delegations_are_one_commit_each() {
     let store = InMemoryStore::new();
-    let log = Arc::new(UnitLog {
-        inner: Arc::clone(&store),
-        units: Mutex::new(Vec::new()),
-    });
+    let log = UnitLog::over(&store);
     let delegations = vec![
         delegate("d1", "critic", "Check the opening."),
         delegate("d2", "critic", "Check the middle."),
@@ -186,10 +192,7 @@ async fn a_replys_delegations_are_one_commit_each() {
 #[tokio::test]
 async fn a_writes_end_and_its_change_are_one_commit() {
     let store = InMemoryStore::new();
-    let log = Arc::new(UnitLog {
-        inner: Arc::clone(&store),
-        units: Mutex::new(Vec::new()),
-    });
+    let log = UnitLog::over(&store);
     let service = AgentRunService::new(RuntimeServices {
         journal: log.clone(),
         ..in_memory_services(&store, by_turn(happy_turns()))

@@ -12,8 +12,6 @@ use std::collections::HashMap;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Statement};
 
-use super::{Pending, Tokens, Write};
-
 /// One batch, in one statement (one transaction, one WAL flush).
 ///
 /// - `held`: the lease rows of the batch's runs (`$2`) that this store (`$1`) holds, locked
@@ -143,6 +141,53 @@ forgotten AS (
     DELETE FROM tt_commit_batches WHERE token = ANY($26::text[]))
 SELECT kind, ord, seq, detail FROM answers";
 
+/// What a caller asked to write.
+pub(crate) enum Write {
+    /// A journal event's JSON, and the status it states when it is a `status_changed`
+    /// (stored as the run's `journal_status` in the same statement); answered with its seq.
+    Event {
+        body: String,
+        status: Option<String>,
+    },
+    /// A run document at `path`; answered with 0.
+    Document { path: String, body: String },
+    /// An invocation record's JSON; answered with 0.
+    Invocation { invocation_id: String, body: String },
+    /// A new task record's JSON and its indexed columns; answered with 0.
+    Task(NewTaskRow),
+    /// A checkpoint of the files at `paths` (a JSON array of relative paths), its record's
+    /// fields other than `id`, `seq` and `files` in `head`; answered with its number and the
+    /// files' fingerprints (JSON).
+    Checkpoint { paths: String, head: String },
+    /// A workspace write or append (`tt_put_file`); answered with 0 and its outcome's row as
+    /// a JSON array (`outcome, detail, previous_sha256, new_sha256, new_bytes`).
+    File(FileWrite),
+}
+
+/// A workspace write as `tt_put_file` takes it.
+pub(crate) struct FileWrite {
+    pub path: String,
+    /// The path's strict ancestors below its root, as a JSON array.
+    pub above: String,
+    pub content: String,
+    /// The sha256 of `content` (the server hashes the joined text of an append).
+    pub sha256: String,
+    pub append: bool,
+    /// `none`, `must_not_exist` or `must_match` (then `expected` is the sha256 to match).
+    pub guard: &'static str,
+    pub expected: Option<String>,
+}
+
+/// A new task's row, as `AgentInvocationRepository::create_task` inserts it.
+pub(crate) struct NewTaskRow {
+    pub task_id: String,
+    pub parent_id: String,
+    pub child_id: String,
+    pub workspace_key: String,
+    pub delegation: bool,
+    pub body: String,
+}
+
 /// The answer kind of a held run (its base seq).
 pub(super) const RUN_ANSWER: i32 = 0;
 /// The answer kind of a stored checkpoint (its number and fingerprints).
@@ -209,7 +254,8 @@ pub(super) struct BatchParams<'b> {
 }
 
 impl<'b> BatchParams<'b> {
-    pub(super) fn of(batch: &'b [Pending]) -> Self {
+    /// The parameters of the units `batch` (each a run's id and its writes), in queue order.
+    pub(super) fn of(batch: impl ExactSizeIterator<Item = (&'b str, &'b [Write])>) -> Self {
         let mut p = Self {
             keys: Vec::with_capacity(batch.len()),
             ..Self::default()
@@ -219,8 +265,7 @@ impl<'b> BatchParams<'b> {
         // statement's upserts may not touch one row twice.
         let mut doc_places: HashMap<(&'b str, &'b str), usize> = HashMap::new();
         let mut inv_places: HashMap<(&'b str, &'b str), usize> = HashMap::new();
-        for pending in batch {
-            let run_id = pending.run_id.as_str();
+        for (run_id, writes) in batch {
             let run = *run_places.entry(run_id).or_insert_with(|| {
                 p.runs.push(run_id);
                 p.run_events.push(0);
@@ -230,10 +275,10 @@ impl<'b> BatchParams<'b> {
             let mut unit = UnitKeys {
                 run: ordinal(run + 1),
                 has_events: false,
-                writes: Vec::with_capacity(pending.writes.len()),
+                writes: Vec::with_capacity(writes.len()),
             };
             let mut events: Vec<&'b str> = Vec::new();
-            for write in &pending.writes {
+            for write in writes {
                 unit.writes.push(match write {
                     Write::Event { body, status } => {
                         p.run_events[run] += 1;
@@ -312,7 +357,7 @@ impl<'b> BatchParams<'b> {
         statement: &Statement,
         owner_id: &String,
         token: &str,
-        tokens: &Tokens,
+        acknowledged: &[String],
     ) -> Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
         let params: [&(dyn ToSql + Sync); 34] = [
             owner_id,
@@ -340,7 +385,7 @@ impl<'b> BatchParams<'b> {
             &self.cp_paths,
             &self.cp_heads,
             &token,
-            &tokens.acknowledged,
+            &acknowledged,
             &self.file_runs,
             &self.file_paths,
             &self.file_above,
