@@ -341,7 +341,7 @@ mod allocator_tests {
     fn jemalloc_runs_with_the_workspaces_options() {
         let options = tikv_jemalloc_ctl::config::malloc_conf::read().unwrap();
         assert!(options.contains("narenas:1"), "{options}");
-        assert!(options.contains("dirty_decay_ms:0"), "{options}");
+        assert!(options.contains("dirty_decay_ms:100"), "{options}");
         assert!(options.contains("tcache_max:4096"), "{options}");
         assert_eq!(tikv_jemalloc_ctl::opt::narenas::read().unwrap(), 1);
     }
