@@ -50,6 +50,7 @@ mod runs;
 mod segment;
 mod show;
 mod skills;
+mod spin_lock;
 mod stored_check;
 mod transcripts;
 mod workspace;

@@ -407,9 +407,10 @@ impl OwnedRun {
         self.written.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The run's files, held for one `write` at most, so a waiter spins first (`spin_lock`).
     fn files(&self) -> MutexGuard<'_, RunFiles> {
         // A panic while holding the lock cannot leave half a line: appends roll back.
-        self.files.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::spin_lock::lock(&self.files)
     }
 
     // ---- journal ----
