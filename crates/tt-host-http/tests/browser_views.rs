@@ -586,7 +586,8 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
     browser.screenshot("03-sticky-axis").await;
     browser.resize(1400, 900).await;
     // The critical path: the root and, of the tasks it awaited, the one whose end (per the
-    // journal) came last before its wait ended.
+    // journal's times, then its order: two ends can be stamped in one order and appended in
+    // the other) came last before its wait ended.
     // (The journal as the page received it over the stream.)
     let last_task = browser
         .eval(
@@ -594,6 +595,7 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
              const at = (t) => ev.find((e) => e.type === t && e.payload.parentInvocationId === 'inv_root').seq; \
              const from = at('agent_await_started'), to = at('agent_await_completed'); \
              const done = ev.filter((e) => e.type === 'agent_task_completed' && e.seq > from && e.seq < to); \
+             done.sort((a, b) => (Date.parse(a.timestamp) - Date.parse(b.timestamp)) || (a.seq - b.seq)); \
              return done.length ? done[done.length - 1].payload.childInvocationId : null; })()",
         )
         .await
