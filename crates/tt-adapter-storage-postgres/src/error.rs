@@ -114,6 +114,6 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
     what: impl std::fmt::Display,
     value: &T,
 ) -> Result<String, StorageError> {
-    serde_json::to_string(value)
+    tt_domain::text::json_text(value)
         .map_err(|err| StorageError::Other(format!("cannot serialize {what}: {err}")))
 }

@@ -54,7 +54,7 @@ impl EventLine {
         buf.reserve(SEQ_ROOM + TAIL_ROOM + event.payload.get().len());
         buf.resize(SEQ_ROOM, b' ');
         let mut line = Self { buf };
-        serde_json::to_writer(
+        tt_domain::json_writer::write_json(
             &mut line.buf,
             &EventLineTail {
                 id: &event.id,

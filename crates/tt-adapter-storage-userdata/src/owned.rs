@@ -100,7 +100,7 @@ pub(crate) fn record_value<T: DeserializeOwned>(body: &[u8]) -> Result<T, String
 
 fn line_of<T: Serialize>(value: &T) -> StorageResult<Vec<u8>> {
     let mut line = Vec::with_capacity(512);
-    serde_json::to_writer(&mut line, value)
+    tt_domain::json_writer::write_json(&mut line, value)
         .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
     line.push(b'\n');
     Ok(line)
@@ -115,7 +115,7 @@ fn record_line<T: Serialize>(kind: RecordKind, key: &str, value: &T) -> StorageR
 fn document_line(key: &str, json: &str) -> StorageResult<Vec<u8>> {
     let mut line = Vec::with_capacity(json.len() + key.len() + 48);
     line.extend_from_slice(b"{\"kind\":\"document\",\"key\":");
-    serde_json::to_writer(&mut line, key)
+    tt_domain::json_writer::write_json(&mut line, key)
         .map_err(|err| StorageError::Other(format!("cannot serialize a record: {err}")))?;
     line.extend_from_slice(b",\"value\":");
     line.extend_from_slice(json.as_bytes());

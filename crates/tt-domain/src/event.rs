@@ -118,7 +118,7 @@ impl RecordedEvent {
     /// The event as `serde_json::to_string` writes it, with the payload's text copied in as
     /// it is (not checked as JSON again): what a store writes.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        let mut line = serde_json::to_string(&Envelope {
+        let mut line = crate::text::json_text(&Envelope {
             seq: self.seq,
             id: &self.id,
             run_id: &self.run_id,
@@ -183,15 +183,21 @@ impl JournalPayload {
         let Some(scope) = scope else {
             return crate::text::json_text(payload).map(Self);
         };
-        match crate::text::json_text(&Scoped { payload, scope }) {
-            Ok(text) => Ok(Self(text)),
-            // Not a map, which a flattened payload must be: as `add_to` leaves it.
-            Err(_) => {
-                let mut value = serde_json::to_value(payload)?;
-                scope.add_to(&mut value);
-                crate::text::json_text(&value).map(Self)
+        crate::text::json_text_written(|text| {
+            crate::json_writer::write_json(text, payload)?;
+            // An object's text is `{…}`: the scope goes in place of its closing brace.
+            if text.starts_with('{') && text.ends_with('}') {
+                text.pop();
+                if text.len() > 1 {
+                    text.push(',');
+                }
+                text.push_str("\"eventScope\":");
+                crate::json_writer::write_json(text, scope)?;
+                text.push('}');
             }
-        }
+            Ok(())
+        })
+        .map(Self)
     }
 
     /// `payload` with `scope` as its `eventScope` ([`EventScope::add_to`]), serialized.
@@ -241,15 +247,6 @@ impl Serialize for JournalPayload {
             serde_json::from_str(&self.0).map_err(<S::Error as serde::ser::Error>::custom)?;
         raw.serialize(serializer)
     }
-}
-
-/// A payload with its `eventScope` after its own fields.
-#[derive(Serialize)]
-struct Scoped<'a, P: ?Sized> {
-    #[serde(flatten)]
-    payload: &'a P,
-    #[serde(rename = "eventScope")]
-    scope: &'a EventScope,
 }
 
 macro_rules! event_types {
@@ -556,6 +553,20 @@ mod tests {
         let mut null = Value::Null;
         EventScope::run().add_to(&mut null);
         assert_eq!(null, Value::Null);
+    }
+
+    #[test]
+    fn a_typed_payload_that_is_not_an_object_has_no_scope() {
+        #[derive(Serialize)]
+        struct Empty {}
+        let scope = EventScope::agent(&InvocationId::from_raw("inv_a"));
+        let cases = [json!(null), json!("text {}"), json!([{"a": 1}]), json!(3), json!({})];
+        for payload in cases.iter().chain([&serde_json::to_value(Empty {}).unwrap()]) {
+            let typed = JournalPayload::typed(payload, Some(&scope)).unwrap();
+            assert_eq!(typed, JournalPayload::value(payload.clone(), Some(&scope)));
+        }
+        let empty = JournalPayload::typed(&Empty {}, Some(&scope)).unwrap();
+        assert_eq!(empty.get(), r#"{"eventScope":{"invocationId":"inv_a"}}"#);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod event_payload;
 pub mod generation;
 pub mod ids;
 pub mod invocation;
+pub mod json_writer;
 pub mod mcp;
 pub mod model;
 pub mod model_storage;

@@ -25,21 +25,25 @@ const KEPT_SCRATCH_CAPACITY: usize = 64 * 1024;
 
 thread_local! {
     /// Each thread's scratch buffer for a value being serialized by [`json_text`].
-    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
 }
 
-/// `value` as compact JSON text, as `serde_json::to_string` writes it: written into a buffer
-/// this thread reuses and copied out at its size, so the text costs one allocation however it
-/// grows while being written.
+/// `value` as compact JSON text, as `serde_json::to_string` writes it
+/// ([`write_json`](crate::json_writer::write_json)): written into a buffer this thread reuses
+/// and copied out at its size, so the text costs one allocation however it grows while being
+/// written.
 pub fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    json_text_written(|text| crate::json_writer::write_json(text, value))
+}
+
+/// The text `write` writes, written into this thread's reusable buffer (which it finds empty)
+/// and copied out at its size, as [`json_text`] does.
+pub fn json_text_written(
+    write: impl FnOnce(&mut String) -> Result<(), serde_json::Error>,
+) -> Result<String, serde_json::Error> {
     let mut scratch = SCRATCH.with(std::cell::Cell::take);
     scratch.clear();
-    let text = serde_json::to_writer(&mut scratch, value).and_then(|()| {
-        // serde_json writes UTF-8 only; the check is the price of no `unsafe`.
-        std::str::from_utf8(&scratch)
-            .map(str::to_owned)
-            .map_err(<serde_json::Error as serde::ser::Error>::custom)
-    });
+    let text = write(&mut scratch).map(|()| scratch.as_str().to_owned());
     if scratch.capacity() <= KEPT_SCRATCH_CAPACITY {
         SCRATCH.with(|cell| cell.set(scratch));
     }

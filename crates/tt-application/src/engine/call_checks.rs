@@ -34,7 +34,7 @@ pub(crate) fn argument_bytes(arguments: &Value) -> u64 {
             // Counted as it is written, not formatted into a `String` first: the same bytes
             // `to_string` would make, without the allocation and the copies.
             let mut counter = ByteCounter(0);
-            match serde_json::to_writer(&mut counter, other) {
+            match tt_domain::json_writer::write_json(&mut counter, other) {
                 Ok(()) => counter.0,
                 Err(_) => u64::try_from(other.to_string().len()).unwrap_or(u64::MAX),
             }
@@ -45,16 +45,15 @@ pub(crate) fn argument_bytes(arguments: &Value) -> u64 {
 /// A writer that only counts what it is given.
 struct ByteCounter(u64);
 
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+impl tt_domain::json_writer::JsonSink for ByteCounter {
+    fn put(&mut self, text: &str) {
         self.0 = self
             .0
-            .saturating_add(u64::try_from(buf.len()).unwrap_or(u64::MAX));
-        Ok(buf.len())
+            .saturating_add(u64::try_from(text.len()).unwrap_or(u64::MAX));
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+    fn put_ascii(&mut self, _ascii: u8) {
+        self.0 = self.0.saturating_add(1);
     }
 }
 
