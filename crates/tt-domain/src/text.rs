@@ -58,23 +58,17 @@ pub fn char_count(text: &str) -> usize {
 /// Number of whitespace-separated words; each CJK ideograph counts as one word so that counts
 /// stay meaningful for Chinese and Japanese prose.
 pub fn word_count(text: &str) -> usize {
-    let mut words = 0;
     let mut in_word = false;
+    // All ASCII (the common case, checked a word at a time): one pass without char decoding.
+    if text.is_ascii() {
+        return ascii_words(text.as_bytes(), &mut in_word);
+    }
+    let mut words = 0;
     let mut rest = text;
     while !rest.is_empty() {
-        // A run of ASCII is counted byte by byte: no ASCII char is CJK, and its whitespace
-        // is what `char::is_whitespace` says (tab, line feed, vertical tab, form feed,
-        // carriage return, space).
         let ascii = rest.bytes().take_while(u8::is_ascii).count();
         let (head, tail) = rest.split_at(ascii);
-        for byte in head.bytes() {
-            if matches!(byte, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
-                in_word = false;
-            } else if !in_word {
-                words += 1;
-                in_word = true;
-            }
-        }
+        words += ascii_words(head.as_bytes(), &mut in_word);
         let mut chars = tail.chars();
         let Some(ch) = chars.next() else {
             break;
@@ -85,8 +79,22 @@ pub fn word_count(text: &str) -> usize {
     words
 }
 
-/// Whether `ch` begins a word (1) or not (0), given whether the text before it ended inside
-/// one (`in_word`, updated): a CJK char is a word of its own, whitespace ends a word.
+/// Words begun in ASCII `bytes`, after text that ended inside a word if `in_word` (left as
+/// the bytes end). No ASCII char is CJK, and its whitespace is what `char::is_whitespace`
+/// says: tab, line feed, vertical tab, form feed, carriage return, space. Counted without a
+/// branch per byte.
+fn ascii_words(bytes: &[u8], in_word: &mut bool) -> usize {
+    let mut words = 0;
+    let mut inside = *in_word;
+    for &byte in bytes {
+        let space = matches!(byte, b'\t'..=b'\r' | b' ');
+        words += usize::from(!space & !inside);
+        inside = !space;
+    }
+    *in_word = inside;
+    words
+}
+
 fn words_begun_by(ch: char, in_word: &mut bool) -> usize {
     if is_cjk(ch) {
         *in_word = false;
