@@ -97,6 +97,12 @@ fn put_escape(sink: &mut (impl JsonSink + ?Sized), byte: u8, letter: u8) {
 pub(crate) fn put_quoted(sink: &mut (impl JsonSink + ?Sized), text: &str) {
     sink.put_ascii(b'"');
     let bytes = text.as_bytes();
+    // Short texts (most keys, levels, kinds) are checked byte by byte in one pass.
+    if bytes.len() < 8 && bytes.iter().all(|&byte| ESCAPES[usize::from(byte)] == 0) {
+        sink.put(text);
+        sink.put_ascii(b'"');
+        return;
+    }
     // `text[pending..]` is not written yet; every escaped byte is ASCII, so both ends of each
     // plain run are char boundaries.
     let mut pending = 0;
