@@ -44,18 +44,30 @@ const fn splat(byte: u8) -> u64 {
 const LOW_BITS: u64 = splat(0x01);
 const HIGH_BITS: u64 = splat(0x80);
 
-/// Whether one of the eight bytes of `word` is zero (exact: a borrow can only mark a byte above
-/// one that is zero).
-const fn has_zero_byte(word: u64) -> bool {
-    word.wrapping_sub(LOW_BITS) & !word & HIGH_BITS != 0
+/// The high bit of a byte of `word` is set in the answer if some byte of `word` must be
+/// escaped in a JSON string: a control character (below 0x20), `"` or `\\`. The answer is
+/// zero exactly when none must be; which bits are set beyond that is not exact (a borrow can
+/// mark the byte above one that must be escaped). Bytes of multi-byte characters (0x80 and
+/// above) never need it, as `serde_json` writes them.
+const fn escape_bits(word: u64) -> u64 {
+    // A byte below `n` borrows into its high bit when `n` is subtracted; `!word` drops bytes
+    // that had their high bit already. XOR turns `"` and `\\` into zero bytes (below 1), and
+    // leaves the high bits as they were, so one `!word` serves all three tests.
+    let below_space = word.wrapping_sub(splat(0x20));
+    let quote = (word ^ splat(b'"')).wrapping_sub(LOW_BITS);
+    let backslash = (word ^ splat(b'\\')).wrapping_sub(LOW_BITS);
+    (below_space | quote | backslash) & !word & HIGH_BITS
 }
 
-/// Whether one of the eight bytes of `word` must be escaped in a JSON string: a control
-/// character (below 0x20), `"` or `\`. Bytes of multi-byte characters (0x80 and above) never
-/// are, as `serde_json` writes them.
+/// Whether one of the eight bytes of `word` must be escaped.
 const fn needs_escape(word: u64) -> bool {
-    let below_space = word.wrapping_sub(splat(0x20)) & !word & HIGH_BITS != 0;
-    below_space || has_zero_byte(word ^ splat(b'"')) || has_zero_byte(word ^ splat(b'\\'))
+    escape_bits(word) != 0
+}
+
+/// The eight bytes of `bytes` from `at`, as a word, if there are eight.
+fn word_at(bytes: &[u8], at: usize) -> Option<u64> {
+    let eight: [u8; 8] = bytes.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_ne_bytes(eight))
 }
 
 /// For each byte, the letter of its escape (`\n` is `n`, `\u00XX` is `u`), or 0 if it is
@@ -104,29 +116,29 @@ pub(crate) fn put_quoted(sink: &mut (impl JsonSink + ?Sized), text: &str) {
         return;
     }
     // `text[pending..]` is not written yet; every escaped byte is ASCII, so both ends of each
-    // plain run are char boundaries.
+    // plain run are char boundaries. Sixteen bytes are tested per step, then eight.
     let mut pending = 0;
     let mut at = 0;
-    while let Some(word) = bytes.get(at..at + 8) {
-        let mut eight = [0u8; 8];
-        eight.copy_from_slice(word);
-        if needs_escape(u64::from_ne_bytes(eight)) {
+    while let (Some(first), Some(second)) = (word_at(bytes, at), word_at(bytes, at + 8)) {
+        if escape_bits(first) | escape_bits(second) != 0 {
+            pending = put_escaped_bytes(sink, text, pending, at, at + 16);
+        }
+        at += 16;
+    }
+    if let Some(word) = word_at(bytes, at) {
+        if needs_escape(word) {
             pending = put_escaped_bytes(sink, text, pending, at, at + 8);
         }
         at += 8;
     }
     // The last partial word: if the eight bytes ending the text (read again where they
     // overlap the last whole word) are plain, so is the rest.
-    let ending = bytes
-        .len()
-        .checked_sub(8)
-        .and_then(|start| bytes.get(start..));
     let plain_ending = at == bytes.len()
-        || ending.is_some_and(|word| {
-            let mut eight = [0u8; 8];
-            eight.copy_from_slice(word);
-            !needs_escape(u64::from_ne_bytes(eight))
-        });
+        || bytes
+            .len()
+            .checked_sub(8)
+            .and_then(|start| word_at(bytes, start))
+            .is_some_and(|word| !needs_escape(word));
     if !plain_ending {
         pending = put_escaped_bytes(sink, text, pending, at, bytes.len());
     }
@@ -169,19 +181,22 @@ mod tests {
     fn every_byte_value_is_escaped_as_serde_json_escapes_it() {
         for byte in 0u8..=0x7F {
             let one = char::from(byte).to_string();
-            // At each position of a word and past the last whole word.
-            for before in 0..11 {
-                let text = format!("{}{one}é{}", "a".repeat(before), "b".repeat(9));
-                assert_eq!(
-                    quoted(&text),
-                    serde_json::to_string(&text).unwrap_or_default()
-                );
+            // At each position of a two-word step, of a one-word step and of the tail.
+            for before in 0..40 {
+                for after in [0, 1, 7, 9, 17] {
+                    let text = format!("{}{one}é{}", "a".repeat(before), "b".repeat(after));
+                    assert_eq!(
+                        quoted(&text),
+                        serde_json::to_string(&text).unwrap_or_default()
+                    );
+                }
             }
         }
     }
 
     #[test]
     fn plain_and_multibyte_text_is_copied_as_it_is() {
+        let long = "0123456789abcdef".repeat(5);
         for text in [
             "",
             "a",
@@ -189,6 +204,7 @@ mod tests {
             "abcdefghi",
             "日本語のテキスト",
             "\u{7F}\u{80}\u{FFFF}",
+            &long,
         ] {
             assert_eq!(
                 quoted(text),
