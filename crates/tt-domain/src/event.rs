@@ -560,8 +560,17 @@ mod tests {
         #[derive(Serialize)]
         struct Empty {}
         let scope = EventScope::agent(&InvocationId::from_raw("inv_a"));
-        let cases = [json!(null), json!("text {}"), json!([{"a": 1}]), json!(3), json!({})];
-        for payload in cases.iter().chain([&serde_json::to_value(Empty {}).unwrap()]) {
+        let cases = [
+            json!(null),
+            json!("text {}"),
+            json!([{"a": 1}]),
+            json!(3),
+            json!({}),
+        ];
+        for payload in cases
+            .iter()
+            .chain([&serde_json::to_value(Empty {}).unwrap()])
+        {
             let typed = JournalPayload::typed(payload, Some(&scope)).unwrap();
             assert_eq!(typed, JournalPayload::value(payload.clone(), Some(&scope)));
         }
