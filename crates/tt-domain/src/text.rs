@@ -204,7 +204,9 @@ mod tests {
         const ALPHABET: &[u8] = b"ab \t\n\x0b\x0c\r\x1c~";
         let mut state = 47u64;
         for _ in 0..4_000 {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
             let len = (state >> 58) as usize;
             let text: String = (0..len)
                 .map(|i| {

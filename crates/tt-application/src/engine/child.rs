@@ -84,14 +84,16 @@ pub(crate) async fn run_delegated_task(
     let ctx = scheduler.host();
     let mut invocation_slot = None;
     let mut delegates = false;
-    let result = drive(
+    // Boxed: the agent's loop is kilobytes of state, which a future holding it inline would
+    // copy each time it is moved (into the worker's box, and on each await that builds it).
+    let result = Box::pin(drive(
         scheduler,
         &task,
         &cancel,
         started,
         &mut delegates,
         &mut invocation_slot,
-    )
+    ))
     .await;
     if cancel.is_cancelled() || matches!(&result, Err(error) if error.is_cancelled()) {
         return true;

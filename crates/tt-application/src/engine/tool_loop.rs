@@ -58,7 +58,9 @@ pub(crate) async fn run_tool_loop(
         profile = inv.profile.id().as_str(),
         kind = inv.invocation.kind.as_str(),
     );
-    let outcome = bounded_rounds(ctx, inv, messages)
+    // Boxed: the rounds' state is kilobytes, copied whole each time an unboxed future holding
+    // it is moved (into the span's wrapper, then into the caller's state).
+    let outcome = Box::pin(bounded_rounds(ctx, inv, messages))
         .instrument(span.clone())
         .await;
     span.in_scope(|| match &outcome {
