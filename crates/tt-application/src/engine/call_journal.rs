@@ -3,7 +3,7 @@
 //! `tool_call_failed`), written as the units `dispatch` decides, with what the agent held back
 //! (`held_writes`) in front.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
@@ -43,7 +43,15 @@ struct ArgsDocument<'a> {
     name: &'a str,
     invocation_id: &'a InvocationId,
     round: u32,
-    arguments: &'a Value,
+    arguments: StoredArguments<'a>,
+}
+
+/// The arguments as the document stores them: as given, or only their size.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum StoredArguments<'a> {
+    Given(&'a Value),
+    Omitted { omitted: bool, bytes: u64 },
 }
 
 impl<'a> CallInFlight<'a> {
@@ -69,12 +77,14 @@ impl<'a> CallInFlight<'a> {
         let args_doc = RunDocument::ToolArgs {
             call_file_key: file_key.clone(),
         };
-        let omitted = json!({"omitted": true, "bytes": argument_bytes});
         let stored_arguments =
             if argument_bytes > inv.profile.definition.limits.max_tool_argument_bytes {
-                &omitted
+                StoredArguments::Omitted {
+                    omitted: true,
+                    bytes: argument_bytes,
+                }
             } else {
-                &call.arguments
+                StoredArguments::Given(&call.arguments)
             };
         // Written with `tool_call_requested`, the event that names it, as one unit.
         let args_write = RunWrite::Document {

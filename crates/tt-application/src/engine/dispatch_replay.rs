@@ -52,6 +52,8 @@ pub(crate) fn stored_call(
     round: u32,
     call: &AgentToolCall,
 ) -> Option<DispatchedCall> {
+    // Only a resumed agent has stored calls: nothing is worked out for the others.
+    inv.replay.as_ref()?;
     let resolved = resolved_tool(inv, &call.name);
     let ends_loop = resolved.as_ref().is_some_and(|tool| match tool {
         ToolId::Builtin(tool) => tool.facts().ends_loop,

@@ -141,10 +141,9 @@ impl InvocationRuntime {
         call_id: &str,
         read: impl FnOnce(&crate::replay::Replay, &str) -> Option<T>,
     ) -> Option<T> {
+        let replay = self.replay.as_ref()?;
         let file_key = crate::engine::records::call_file_key(&self.invocation.id, round, call_id);
-        self.replay
-            .as_ref()
-            .and_then(|replay| read(replay, &file_key))
+        read(replay, &file_key)
     }
 
     /// Whether this invocation drives the run status (root and handoff owners do).
