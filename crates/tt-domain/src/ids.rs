@@ -217,12 +217,25 @@ pub(crate) fn parse_in_profile_id_charset(
 
 /// Storage segments (run ids, workspace ids, state ids) must match `[A-Za-z0-9_-]{1,128}`.
 pub fn is_valid_storage_segment(raw: &str) -> bool {
+    // Every store checks every id it is given: a table lookup per byte, without a branch.
     !raw.is_empty()
         && raw.len() <= 128
         && raw
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            .fold(true, |valid, byte| valid & SEGMENT_BYTES[usize::from(byte)])
 }
+
+/// Which bytes a storage segment may hold: `[A-Za-z0-9_-]`.
+static SEGMENT_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        byte += 1;
+    }
+    table
+};
 
 /// At most 80 characters of `raw` for an error message, with `…` when cut.
 pub fn truncate_for_message(raw: &str) -> String {
@@ -264,5 +277,15 @@ mod tests {
         assert!(is_valid_storage_segment("run_ABC-1"));
         assert!(!is_valid_storage_segment("../x"));
         assert!(!is_valid_storage_segment(""));
+        assert!(is_valid_storage_segment(&"a".repeat(128)));
+        assert!(!is_valid_storage_segment(&"a".repeat(129)));
+        for ch in (0..=0x7F).map(char::from).chain(['é', '日']) {
+            let expected = ch.is_ascii_alphanumeric() || ch == '-' || ch == '_';
+            assert_eq!(
+                is_valid_storage_segment(&format!("a{ch}b")),
+                expected,
+                "{ch:?}"
+            );
+        }
     }
 }

@@ -236,10 +236,10 @@ pub(crate) async fn before_live_call(
     round: u32,
     call: &AgentToolCall,
 ) -> ApplicationResult<Option<DispatchedCall>> {
-    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
     let Some(replay) = inv.replay.as_ref() else {
         return Ok(None);
     };
+    let file_key = call_file_key(&inv.invocation.id, round, &call.id);
     if !replay.was_started(&file_key) {
         return Ok(None);
     }
