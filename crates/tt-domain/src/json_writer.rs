@@ -7,6 +7,80 @@
 //!
 //! Parsing stays with `serde_json`; `tests` checks the two agree on every kind of value.
 
+/// The associated types and methods of a `Serializer` that refuses every compound value (and variants with
+/// content) with `$refusal`: what a map key and a raw value's text share.
+macro_rules! refuse_compounds {
+    ($refusal:expr) => {
+        type Ok = ();
+        type Error = Error;
+        type SerializeSeq = Impossible<(), Error>;
+        type SerializeTuple = Impossible<(), Error>;
+        type SerializeTupleStruct = Impossible<(), Error>;
+        type SerializeTupleVariant = Impossible<(), Error>;
+        type SerializeMap = Impossible<(), Error>;
+        type SerializeStruct = Impossible<(), Error>;
+        type SerializeStructVariant = Impossible<(), Error>;
+
+        fn serialize_newtype_variant<T: Serialize + ?Sized>(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _value: &T,
+        ) -> Result<(), Error> {
+            Err($refusal)
+        }
+
+        fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_tuple_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleStruct, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_tuple_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeTupleVariant, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_struct(
+            self,
+            _name: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStruct, Error> {
+            Err($refusal)
+        }
+
+        fn serialize_struct_variant(
+            self,
+            _name: &'static str,
+            _index: u32,
+            _variant: &'static str,
+            _len: usize,
+        ) -> Result<Self::SerializeStructVariant, Error> {
+            Err($refusal)
+        }
+    };
+}
+
 mod key;
 mod raw;
 mod sink;
@@ -311,57 +385,30 @@ impl<'w, 's, S: JsonSink + ?Sized> Serializer for &'w mut JsonWriter<'s, S> {
     }
 }
 
-impl<S: JsonSink + ?Sized> SerializeSeq for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
+/// The four sequence kinds, each item written by [`Compound::element`].
+macro_rules! sequence_impls {
+    ($($kind:ident::$method:ident),*) => {$(
+        impl<S: JsonSink + ?Sized> $kind for Compound<'_, '_, S> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
 
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl<S: JsonSink + ?Sized> SerializeTuple for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl<S: JsonSink + ?Sized> SerializeTupleStruct for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl<S: JsonSink + ?Sized> SerializeTupleVariant for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
+sequence_impls!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl<S: JsonSink + ?Sized> SerializeMap for Compound<'_, '_, S> {
     type Ok = ();
@@ -387,39 +434,29 @@ impl<S: JsonSink + ?Sized> SerializeMap for Compound<'_, '_, S> {
     }
 }
 
-impl<S: JsonSink + ?Sized> SerializeStruct for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
+/// Structs and struct variants, each field written by [`Compound::field`].
+macro_rules! struct_impls {
+    ($($kind:ident),*) => {$(
+        impl<S: JsonSink + ?Sized> $kind for Compound<'_, '_, S> {
+            type Ok = ();
+            type Error = Error;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.field(key, value)
+            }
 
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl<S: JsonSink + ?Sized> SerializeStructVariant for Compound<'_, '_, S> {
-    type Ok = ();
-    type Error = Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
+struct_impls!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests;
