@@ -585,16 +585,18 @@ async fn a_fan_out_s_agents_are_labelled_by_task_filtered_and_folded() {
         .await;
     browser.screenshot("03-sticky-axis").await;
     browser.resize(1400, 900).await;
-    // The critical path: the root and, of the tasks it awaited, the one whose end (per the
-    // journal's times, then its order: two ends can be stamped in one order and appended in
-    // the other) came last before its wait ended.
-    // (The journal as the page received it over the stream.)
+    // The critical path: the root and, of the tasks it awaited, the one whose end came last,
+    // by the inspector's rule: a task whose end is stamped from the wait's start to 1 ms past
+    // its end, the latest by the journal's times, then by its order (times are in
+    // milliseconds: ends stamped in the same one, or stamped in one order and appended in the
+    // other, are common in a fast run). (The journal as the page received it over the stream.)
     let last_task = browser
         .eval(
             "(() => { const ev = window.ttInspector.run.events; \
-             const at = (t) => ev.find((e) => e.type === t && e.payload.parentInvocationId === 'inv_root').seq; \
+             const at = (t) => Date.parse(ev.find((e) => e.type === t && e.payload.parentInvocationId === 'inv_root').timestamp); \
              const from = at('agent_await_started'), to = at('agent_await_completed'); \
-             const done = ev.filter((e) => e.type === 'agent_task_completed' && e.seq > from && e.seq < to); \
+             const done = ev.filter((e) => e.type === 'agent_task_completed' && e.payload.parentInvocationId === 'inv_root' \
+               && Date.parse(e.timestamp) >= from && Date.parse(e.timestamp) <= to + 1); \
              done.sort((a, b) => (Date.parse(a.timestamp) - Date.parse(b.timestamp)) || (a.seq - b.seq)); \
              return done.length ? done[done.length - 1].payload.childInvocationId : null; })()",
         )
