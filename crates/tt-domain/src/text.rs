@@ -127,6 +127,8 @@ const fn ascii_space_bits(word: u64) -> u64 {
     is_space | is_control_space
 }
 
+/// Whether `ch` begins a word (1) or not (0), given whether the text before it ended inside
+/// one (`in_word`, updated): a CJK char is a word of its own, whitespace ends a word.
 fn words_begun_by(ch: char, in_word: &mut bool) -> usize {
     if is_cjk(ch) {
         *in_word = false;
