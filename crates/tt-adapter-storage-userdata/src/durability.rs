@@ -236,10 +236,9 @@ impl Drop for Flusher {
 fn flusher_loop(shared: &Shared) {
     // When the last flush served several waiters, and when it happened.
     let mut last_shared_flush: Option<Instant> = None;
-    // How many waiters the flush being made serves.
-    let mut served;
     loop {
-        let (batch, shutdown) = {
+        // `served`: how many waiters the flush being made serves.
+        let (batch, served, shutdown) = {
             let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
             if queue.waiting.is_empty() && !queue.shutdown {
                 queue.idle = true;
@@ -264,7 +263,7 @@ fn flusher_loop(shared: &Shared) {
                 queue = next;
             }
             let mut batch = std::mem::take(&mut queue.waiting);
-            served = std::mem::take(&mut queue.waiters);
+            let served = std::mem::take(&mut queue.waiters);
             queue.open.retain(|weak| weak.strong_count() > 0);
             // Runs nobody waits for are flushed on the interval (and at shutdown).
             for run in queue.open.iter().filter_map(Weak::upgrade) {
@@ -272,7 +271,7 @@ fn flusher_loop(shared: &Shared) {
                     batch.push(run);
                 }
             }
-            (batch, queue.shutdown)
+            (batch, served, queue.shutdown)
         };
         let started = Instant::now();
         for run in batch {

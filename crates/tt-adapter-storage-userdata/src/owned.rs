@@ -465,9 +465,7 @@ impl OwnedRun {
                 .observe_append(seq, offset + *start as u64, *len as u64);
         }
         drop(files);
-        if !spans.is_empty() {
-            self.sync.mark_written(JOURNAL);
-        }
+        self.sync.mark_written(JOURNAL);
         Ok((first_seq..)
             .zip(events)
             .map(|(seq, event)| event.with_seq(seq))
