@@ -1,7 +1,6 @@
 //! The normalised form of a request: what must be equal for a recorded answer to fit.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use tt_domain::model::AgentModelRequest;
 
@@ -57,7 +56,7 @@ pub fn normalize_request(request: &AgentModelRequest) -> NormalizedRequest {
         format!("<{}#{number}>", prefix.trim_end_matches('_'))
     });
     let request = serde_json::from_str(&replaced).unwrap_or(Value::Null);
-    let sha256 = hex::encode(Sha256::digest(replaced.as_bytes()));
+    let sha256 = tt_domain::text::sha256_hex(replaced.as_bytes());
     NormalizedRequest {
         profile: request_profile(&value),
         round: value["round"]

@@ -1,23 +1,24 @@
 //! Text metrics and hashing shared by tools, events and storage: char and word counts, sha256,
 //! and compact JSON text written without growing a buffer per value.
 
-use sha2::{Digest, Sha256};
+use ring::digest::{Context, SHA256, digest};
 
 /// Lowercase hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    hex::encode(digest(&SHA256, bytes))
 }
 
 /// Lowercase hex of the first `len` bytes of the sha256 of `parts` one after the other: the
 /// first `2 * len` characters of [`sha256_hex`] of their concatenation, without building it
 /// or the whole hex.
 pub fn sha256_hex_prefix(parts: &[&[u8]], len: usize) -> String {
-    let mut hasher = Sha256::new();
+    let mut hasher = Context::new(&SHA256);
     for part in parts {
         hasher.update(part);
     }
-    let digest = hasher.finalize();
-    hex::encode(digest.get(..len).unwrap_or(digest.as_slice()))
+    let digest = hasher.finish();
+    let digest = digest.as_ref();
+    hex::encode(digest.get(..len).unwrap_or(digest))
 }
 
 /// Scratch buffers larger than this are not kept for the next value.
