@@ -31,7 +31,8 @@ pub(crate) fn fsync_count() -> u64 {
 /// A fresh temporary name in `dir` (unique within this process, and across processes by pid).
 pub(crate) fn temp_path_in(dir: &Path) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()))
+    let (mut pid, mut count) = (itoa::Buffer::new(), itoa::Buffer::new());
+    dir.join([TEMP_PREFIX, pid.format(std::process::id()), "-", count.format(n)].concat())
 }
 
 pub(crate) fn is_temp_name(name: &str) -> bool {

@@ -118,9 +118,13 @@ pub(crate) struct RunLocation {
     pub(crate) canonical: Option<PathBuf>,
 }
 
-/// A map by run id. Looked up on every append and document write (several times per model
-/// turn), so hashed with foldhash, seeded per map, instead of the standard library's SipHash.
-type RunMap<V> = HashMap<RunId, V, foldhash::fast::RandomState>;
+/// The store's in-memory maps (by run, document key, blob hash, workspace path, lock key): looked
+/// up on every append and document write, several times per model turn, so hashed with
+/// foldhash, seeded per map, instead of the standard library's SipHash.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A map by run id.
+type RunMap<V> = FastMap<RunId, V>;
 
 pub(crate) struct Inner {
     pub(crate) layout: Layout,

@@ -1,7 +1,7 @@
 //! Keyed async mutexes: one lock per run, task set or workspace path, created on demand and
 //! dropped from the table once nobody holds or waits for them.
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::OwnedMutexGuard;
 
@@ -10,7 +10,7 @@ const PRUNE_THRESHOLD: usize = 256;
 
 #[derive(Default)]
 pub(crate) struct KeyedLocks {
-    table: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    table: Mutex<FastMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl KeyedLocks {

@@ -6,7 +6,7 @@
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ use tt_domain::time::Timestamp;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
 use tt_ports::{StorageError, StorageResult, TaskTransitionOutcome};
 
+use crate::FastMap;
 use crate::durability::RunSync;
 use crate::fsutil::{self, is_temp_name};
 use crate::journal_index::JournalIndex;
@@ -129,20 +130,20 @@ struct RunFiles {
     journal: Segment,
     journal_index: JournalIndex,
     records: Segment,
-    documents: HashMap<String, Loc>,
+    documents: FastMap<String, Loc>,
     checkpoints: BTreeMap<String, Loc>,
     tasks: BTreeMap<TaskId, AgentTaskRecord>,
     /// Task ids by parent and by child invocation (a task's parent and child never change).
-    tasks_by_parent: HashMap<InvocationId, Vec<TaskId>>,
-    tasks_by_child: HashMap<InvocationId, Vec<TaskId>>,
+    tasks_by_parent: FastMap<InvocationId, Vec<TaskId>>,
+    tasks_by_child: FastMap<InvocationId, Vec<TaskId>>,
     /// How many tasks each invocation delegated (`ReturnToParent`; a continuation never
     /// changes), so `agent.delegate`'s budget check is O(1).
-    delegations_by_parent: HashMap<InvocationId, u64>,
+    delegations_by_parent: FastMap<InvocationId, u64>,
     /// Every task's workspace key (it never changes either).
     workspace_keys: std::collections::BTreeSet<String>,
     invocations: BTreeMap<InvocationId, AgentInvocation>,
     blobs: Segment,
-    blob_locs: HashMap<String, Loc>,
+    blob_locs: FastMap<String, Loc>,
 }
 
 impl RunFiles {
@@ -320,7 +321,7 @@ impl OwnedRun {
         })?;
         journal_index.len = journal.len();
 
-        let mut documents = HashMap::new();
+        let mut documents = FastMap::default();
         let mut checkpoints = BTreeMap::new();
         let mut tasks: BTreeMap<TaskId, AgentTaskRecord> = BTreeMap::new();
         let mut invocations = BTreeMap::new();
@@ -350,7 +351,7 @@ impl OwnedRun {
             Ok(())
         })?;
 
-        let mut blob_locs = HashMap::new();
+        let mut blob_locs = FastMap::default();
         let blobs = Segment::open_owned(dir.join(BLOBS_FILE), bytes_read, |offset, body| {
             let header: BlobHeader = serde_json::from_slice(body).map_err(|err| err.to_string())?;
             blob_locs.insert(
@@ -378,9 +379,9 @@ impl OwnedRun {
             records,
             documents,
             checkpoints,
-            tasks_by_parent: HashMap::new(),
-            tasks_by_child: HashMap::new(),
-            delegations_by_parent: HashMap::new(),
+            tasks_by_parent: FastMap::default(),
+            tasks_by_child: FastMap::default(),
+            delegations_by_parent: FastMap::default(),
             workspace_keys: std::collections::BTreeSet::new(),
             tasks: BTreeMap::new(),
             invocations,

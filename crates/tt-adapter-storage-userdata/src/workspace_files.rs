@@ -16,7 +16,7 @@ use crate::fsutil::{self, is_missing, is_temp_name, write_replace};
 use crate::layout::join_relative;
 
 pub(crate) fn path_lock(run_id: &RunId, path: &WorkspacePath) -> String {
-    format!("path:{run_id}/{path}")
+    ["path:", run_id.as_str(), "/", path.as_str()].concat()
 }
 
 /// A run directory together with its canonical form, the boundary for symlink checks.

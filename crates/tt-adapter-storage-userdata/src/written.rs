@@ -6,7 +6,7 @@
 //! `lstat` shows); anything else, such as a file another process replaced or edited, is read
 //! and hashed the ordinary way.
 
-use std::collections::HashMap;
+use crate::FastMap;
 use std::fs;
 use std::time::SystemTime;
 use tt_domain::workspace::WorkspacePath;
@@ -69,7 +69,7 @@ pub(crate) struct Known {
 /// The per-run cache (one per [`crate::owned::OwnedRun`]).
 #[derive(Debug, Default)]
 pub(crate) struct WrittenFiles {
-    files: HashMap<WorkspacePath, Written>,
+    files: FastMap<WorkspacePath, Written>,
     pending_text_bytes: usize,
 }
 

@@ -156,8 +156,16 @@ impl CommitId {
 }
 
 impl CheckpointId {
+    /// `cp_` and `seq` in at least six digits (`cp_000042`).
     pub fn from_seq(seq: u64) -> Self {
-        Self(format!("cp_{seq:06}"))
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(seq);
+        let zeros = 6usize.saturating_sub(digits.len());
+        let mut id = String::with_capacity(3 + zeros + digits.len());
+        id.push_str("cp_");
+        id.extend(std::iter::repeat_n('0', zeros));
+        id.push_str(digits);
+        Self(id)
     }
 }
 
@@ -260,6 +268,9 @@ mod tests {
         assert_eq!(TaskId::generate_delegate("x").as_str(), "task_x");
         assert_eq!(TaskId::generate_handoff("x").as_str(), "handoff_x");
         assert_eq!(CheckpointId::from_seq(7).as_str(), "cp_000007");
+        assert_eq!(CheckpointId::from_seq(0).as_str(), "cp_000000");
+        assert_eq!(CheckpointId::from_seq(1_234_567).as_str(), "cp_1234567");
+        assert_eq!(CheckpointId::from_seq(u64::MAX).as_str(), format!("cp_{}", u64::MAX));
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub struct ProviderSession {
 impl ProviderSession {
     pub fn new(run_id: &RunId, invocation_id: &InvocationId) -> Self {
         Self {
-            session_id: format!("{run_id}:{invocation_id}"),
+            session_id: [run_id.as_str(), ":", invocation_id.as_str()].concat(),
             run_id: run_id.clone(),
             invocation_id: invocation_id.clone(),
         }
