@@ -6,132 +6,10 @@ use serde_json::{Map, Value};
 use tt_domain::brief::{BriefSections, StoredBrief};
 use tt_domain::task::{TaskContinuation, TaskStatus};
 
-/// Shown for `null`.
-const NONE: &str = "_None_";
-/// Shown for an empty array, object or string.
-const NONE_PROVIDED: &str = "_None provided._";
+mod value;
 
-// ---- shared value renderer ----------------------------------------------------------------
-
-/// Renders any JSON value as markdown: strings trimmed, numbers and bools as-is, null as
-/// `_None_`, arrays as `- item` lines and objects as `- **key**: value` lines (nested values
-/// indented two more spaces), empty containers as `_None provided._`.
-pub(crate) fn render_value(value: &Value) -> String {
-    match inline(value) {
-        Some(text) => text,
-        None => {
-            let mut lines = Vec::new();
-            push_block(value, 0, &mut lines);
-            lines.join("\n")
-        }
-    }
-}
-
-/// The one-piece rendering of a scalar or an empty container; `None` for a non-empty
-/// array or object, which needs a block.
-fn inline(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => Some(NONE.to_owned()),
-        Value::Bool(flag) => Some(flag.to_string()),
-        Value::Number(number) => Some(number.to_string()),
-        Value::String(text) => Some(match text.trim() {
-            "" => NONE_PROVIDED.to_owned(),
-            trimmed => trimmed.to_owned(),
-        }),
-        Value::Array(items) if items.is_empty() => Some(NONE_PROVIDED.to_owned()),
-        Value::Object(map) if map.is_empty() => Some(NONE_PROVIDED.to_owned()),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
-
-/// Pushes the lines of a non-empty array or object at `indent` spaces.
-fn push_block(value: &Value, indent: usize, lines: &mut Vec<String>) {
-    let pad = " ".repeat(indent);
-    match value {
-        Value::Array(items) => {
-            for item in items {
-                match item {
-                    // An object in a list reads best as one item: its first key on the dash
-                    // line, the others aligned under it.
-                    Value::Object(map) if !map.is_empty() => {
-                        for (index, (key, inner)) in map.iter().enumerate() {
-                            let lead = if index == 0 {
-                                format!("{pad}- ")
-                            } else {
-                                format!("{pad}  ")
-                            };
-                            match inline(inner) {
-                                Some(text) => push_item(
-                                    &format!("{lead}**{key}**: "),
-                                    &text,
-                                    indent + 4,
-                                    lines,
-                                ),
-                                None => {
-                                    lines.push(format!("{lead}**{key}**:"));
-                                    push_block(inner, indent + 4, lines);
-                                }
-                            }
-                        }
-                    }
-                    _ => push_entry(&pad, "-", item, indent, lines),
-                }
-            }
-        }
-        Value::Object(map) => {
-            for (key, inner) in map {
-                push_entry(&pad, &format!("- **{key}**:"), inner, indent, lines);
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_) => {
-            if let Some(text) = inline(value) {
-                push_item(&pad, &text, indent, lines);
-            }
-        }
-    }
-}
-
-/// One `marker value` entry: inline on the marker line, or the marker alone with the value's
-/// block indented under it.
-fn push_entry(pad: &str, marker: &str, inner: &Value, indent: usize, lines: &mut Vec<String>) {
-    match inline(inner) {
-        Some(text) => push_item(&format!("{pad}{marker} "), &text, indent + 2, lines),
-        None => {
-            lines.push(format!("{pad}{marker}"));
-            push_block(inner, indent + 2, lines);
-        }
-    }
-}
-
-/// `prefix` + the first line of `text`; later lines indented by `indent` (blank lines stay
-/// empty).
-fn push_item(prefix: &str, text: &str, indent: usize, lines: &mut Vec<String>) {
-    let pad = " ".repeat(indent);
-    for (index, line) in text.lines().enumerate() {
-        if index == 0 {
-            lines.push(format!("{prefix}{line}"));
-        } else if line.trim().is_empty() {
-            lines.push(String::new());
-        } else {
-            lines.push(format!("{pad}{line}"));
-        }
-    }
-}
-
-/// Every non-empty line of `text` indented by `indent` spaces.
-fn indent_lines(text: &str, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    text.lines()
-        .map(|line| {
-            if line.trim().is_empty() {
-                String::new()
-            } else {
-                format!("{pad}{line}")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+pub(crate) use value::render_value;
+use value::{Joined, indent_into};
 
 /// A section's value, unless it is missing, null or a blank string.
 fn section_value<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -317,19 +195,21 @@ pub(crate) fn render_capsule(
     timed_out: bool,
     reader: &ReaderState,
 ) -> String {
-    let mut parts = vec!["## Delegated Task Results".to_owned()];
+    let mut parts = Joined::new("\n\n");
+    parts.part().push_str("## Delegated Task Results");
     if timed_out {
-        parts.push(
-            "The wait timed out before all selected tasks finished. Unfinished tasks keep running; their results will reach you when they finish."
-                .to_owned(),
+        parts.part().push_str(
+            "The wait timed out before all selected tasks finished. Unfinished tasks keep running; their results will reach you when they finish.",
         );
     }
     if entries.is_empty() {
-        parts.push("No delegated tasks are selected.".to_owned());
+        parts.part().push_str("No delegated tasks are selected.");
     }
-    parts.extend(entries.iter().map(render_entry));
-    parts.push(render_continuation_hint(reader));
-    parts.join("\n\n")
+    for entry in entries {
+        write_entry(entry, &mut parts);
+    }
+    parts.part().push_str(&render_continuation_hint(reader));
+    parts.into_text()
 }
 
 /// The user message that delivers finished results the reader did not wait for.
@@ -340,33 +220,43 @@ pub(crate) fn render_injected_results(entries: &[CapsuleEntry], reader: &ReaderS
     )
 }
 
-fn render_entry(entry: &CapsuleEntry) -> String {
-    let mut head = vec![
-        format!("### {} - {}", entry.agent_id, entry.status.as_str()),
-        format!("Task id: {}", entry.task_id),
-    ];
+/// An entry's pieces (head, summary, what it wrote, result blocks, confidence) as pieces of
+/// `parts`.
+fn write_entry(entry: &CapsuleEntry, parts: &mut Joined) {
+    let head = parts.part();
+    for piece in [
+        "### ",
+        &entry.agent_id,
+        " - ",
+        entry.status.as_str(),
+        "\nTask id: ",
+        &entry.task_id,
+    ] {
+        head.push_str(piece);
+    }
     if let Some(error) = entry.error.as_deref().map(str::trim)
         && !error.is_empty()
     {
-        head.push(format!("Error: {error}"));
+        head.push_str("\nError: ");
+        head.push_str(error);
     }
-    let summary = match entry.summary.as_deref().map(str::trim) {
-        Some(summary) if !summary.is_empty() => summary.to_owned(),
-        _ if entry.queue_position.is_some() => format!(
+    let summary = parts.part();
+    match entry.summary.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => summary.push_str(text),
+        _ if entry.queue_position.is_some() => summary.push_str(&format!(
             "_Waiting to start: number {} in your waiting line. It starts by itself when one of your tasks ends; its result will reach you on its own when it finishes._",
             entry.queue_position.unwrap_or_default()
+        )),
+        _ if !entry.status.is_terminal() => summary.push_str(
+            "_Not finished yet; its result will reach you on its own when it finishes._",
         ),
-        _ if !entry.status.is_terminal() => {
-            "_Not finished yet; its result will reach you on its own when it finishes._".to_owned()
-        }
         _ if entry.status == TaskStatus::Cancelled => {
-            "_It was stopped before it returned a result._".to_owned()
+            summary.push_str("_It was stopped before it returned a result._");
         }
-        _ => "_No summary was returned._".to_owned(),
-    };
-    let mut parts = vec![head.join("\n"), summary];
+        _ => summary.push_str("_No summary was returned._"),
+    }
     if let Some(written) = &entry.written {
-        parts.push(render_written_so_far(written));
+        parts.part().push_str(&render_written_so_far(written));
     }
     let result = entry.result.as_ref().and_then(Value::as_object);
     if let Some(result) = result {
@@ -382,17 +272,18 @@ fn render_entry(entry: &CapsuleEntry) -> String {
                     "artifacts" => render_artifacts(value),
                     _ => render_value(value),
                 };
-                parts.push(format!("{label}:\n{}", indent_lines(&rendered, 2)));
+                let block = parts.part();
+                block.push_str(label);
+                block.push_str(":\n");
+                indent_into(block, &rendered, 2);
             }
         }
         if let Some(confidence) = section_value(result, "confidence") {
-            parts.push(format!(
-                "Confidence: {}",
-                single_line(&render_value(confidence))
-            ));
+            let line = parts.part();
+            line.push_str("Confidence: ");
+            line.push_str(&single_line(&render_value(confidence)));
         }
     }
-    parts.join("\n\n")
 }
 
 /// What a stopped task had written, so the reader can pick up its partial work.

@@ -55,7 +55,17 @@ pub(crate) async fn capsule_entry(
     scheduler: &RunScheduler,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<CapsuleEntry> {
-    let document = result_document(ctx, task).await?;
+    let mut document = result_document(ctx, task).await?;
+    let summary = document
+        .as_ref()
+        .and_then(|doc| doc.get("summary"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    // Taken out of the document, which is dropped here anyway.
+    let result = document
+        .as_mut()
+        .and_then(|doc| doc.get_mut("result"))
+        .map(Value::take);
     Ok(CapsuleEntry {
         agent_id: task.target_profile_id.to_string(),
         task_id: task.id.to_string(),
@@ -65,12 +75,8 @@ pub(crate) async fn capsule_entry(
             TaskStatus::Failed => task.error.as_deref().map(failure_for_reader),
             _ => task.error.clone(),
         },
-        summary: document
-            .as_ref()
-            .and_then(|doc| doc.get("summary"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        result: document.and_then(|doc| doc.get("result").cloned()),
+        summary,
+        result,
         // A task stopped before it could return (cancelled, or past its token budget): what it
         // wrote is all there is of its work.
         written: if stopped_early(task) {
