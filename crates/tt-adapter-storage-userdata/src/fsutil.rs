@@ -32,7 +32,15 @@ pub(crate) fn fsync_count() -> u64 {
 pub(crate) fn temp_path_in(dir: &Path) -> PathBuf {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let (mut pid, mut count) = (itoa::Buffer::new(), itoa::Buffer::new());
-    dir.join([TEMP_PREFIX, pid.format(std::process::id()), "-", count.format(n)].concat())
+    dir.join(
+        [
+            TEMP_PREFIX,
+            pid.format(std::process::id()),
+            "-",
+            count.format(n),
+        ]
+        .concat(),
+    )
 }
 
 pub(crate) fn is_temp_name(name: &str) -> bool {

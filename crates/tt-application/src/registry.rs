@@ -2,6 +2,7 @@
 //! and the frozen per-invocation `InvocationToolSnapshot`.
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tt_domain::error_codes;
@@ -86,6 +87,29 @@ const KEPT_SPEC_SETS: usize = 16;
 /// writing every tool's JSON schema for every invocation was about 2% of a 256-agent
 /// fan-out's CPU; the invocations of one profile now share one copy.
 static SPEC_SETS: Mutex<Vec<(SpecInputs, Arc<[AgentToolSpec]>)>> = Mutex::new(Vec::new());
+
+/// The JSON text of spec sets written recently, by identity. An entry keeps its set alive, so
+/// the set's address is not reused by another while the entry is here.
+static SPEC_SET_JSON: Mutex<Vec<(Arc<[AgentToolSpec]>, Arc<RawValue>)>> = Mutex::new(Vec::new());
+
+/// The JSON text of `specs`, written once for all the invocations that share them (an
+/// invocation's tool snapshot document holds them: about 33,000 instructions per invocation
+/// in a fan-out's children). `None` if they cannot be serialized.
+pub(crate) fn specs_json(specs: &Arc<[AgentToolSpec]>) -> Option<Arc<RawValue>> {
+    {
+        let texts = SPEC_SET_JSON.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, text)) = texts.iter().find(|(set, _)| Arc::ptr_eq(set, specs)) {
+            return Some(Arc::clone(text));
+        }
+    }
+    let text: Arc<RawValue> = serde_json::value::to_raw_value(&**specs).ok()?.into();
+    let mut texts = SPEC_SET_JSON.lock().unwrap_or_else(PoisonError::into_inner);
+    if texts.len() >= KEPT_SPEC_SETS {
+        texts.remove(0);
+    }
+    texts.push((Arc::clone(specs), Arc::clone(&text)));
+    Some(text)
+}
 
 /// The specs of `visible` for `audience` in the profile's spec style, with its description
 /// overrides and, for a delegated agent, `task.return` last.
@@ -384,6 +408,20 @@ mod tests {
             &[],
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_shared_spec_set_is_written_once_as_serializing_it_writes_it() {
+        let plain = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        let again = snapshot(|_| {}, ExitPolicy::RunFinishAllowed);
+        let text = specs_json(&plain.tools).unwrap();
+        assert!(Arc::ptr_eq(&text, &specs_json(&again.tools).unwrap()));
+        assert_eq!(text.get(), serde_json::to_string(&*plain.tools).unwrap());
+        let delegated = snapshot(|_| {}, ExitPolicy::TaskReturnRequired);
+        assert_eq!(
+            specs_json(&delegated.tools).unwrap().get(),
+            serde_json::to_string(&*delegated.tools).unwrap()
+        );
     }
 
     #[test]

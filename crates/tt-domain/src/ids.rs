@@ -270,7 +270,10 @@ mod tests {
         assert_eq!(CheckpointId::from_seq(7).as_str(), "cp_000007");
         assert_eq!(CheckpointId::from_seq(0).as_str(), "cp_000000");
         assert_eq!(CheckpointId::from_seq(1_234_567).as_str(), "cp_1234567");
-        assert_eq!(CheckpointId::from_seq(u64::MAX).as_str(), format!("cp_{}", u64::MAX));
+        assert_eq!(
+            CheckpointId::from_seq(u64::MAX).as_str(),
+            format!("cp_{}", u64::MAX)
+        );
     }
 
     #[test]

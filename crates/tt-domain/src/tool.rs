@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::collections::BTreeMap;
 
 use crate::ids::{InvocationId, ProfileId};
@@ -177,11 +178,98 @@ impl InvocationToolSnapshot {
             .map(|spec| spec.model_name.as_str())
             .collect()
     }
+
+    /// This snapshot with `tools_json`, the JSON text of its `tools`, in their place: it
+    /// serializes as the snapshot does, without writing the specs again. The invocations of
+    /// one profile share their specs, whose text can then be written once.
+    pub fn with_tools_json<'a>(&'a self, tools_json: &'a RawValue) -> impl Serialize + 'a {
+        /// The snapshot's fields in its order and names, `tools` as text.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct WithToolsJson<'a> {
+            schema_version: u32,
+            invocation_id: &'a InvocationId,
+            profile_id: &'a ProfileId,
+            exit_policy: ExitPolicy,
+            presentation: Presentation,
+            tools: &'a RawValue,
+            budgets: &'a InvocationBudgets,
+            visible_roots: &'a [WorkspaceRoot],
+            writable_roots: &'a [WorkspaceRoot],
+            message_body_path: &'a WorkspacePath,
+        }
+        // Every field named, so that a new one cannot be left out here.
+        let Self {
+            schema_version,
+            invocation_id,
+            profile_id,
+            exit_policy,
+            presentation,
+            tools: _,
+            budgets,
+            visible_roots,
+            writable_roots,
+            message_body_path,
+        } = self;
+        WithToolsJson {
+            schema_version: *schema_version,
+            invocation_id,
+            profile_id,
+            exit_policy: *exit_policy,
+            presentation: *presentation,
+            tools: tools_json,
+            budgets,
+            visible_roots,
+            writable_roots,
+            message_body_path,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snapshot_with_its_tools_as_text_serializes_as_the_snapshot() {
+        let spec = |name: ToolName| AgentToolSpec {
+            name: ToolId::Builtin(name),
+            model_name: name.canonical().replace('.', "_"),
+            title: "A \"quoted\" title".into(),
+            description: "Line one.\nLine two: é".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            source: "builtin".into(),
+            external: None,
+        };
+        let snapshot = InvocationToolSnapshot {
+            schema_version: InvocationToolSnapshot::SCHEMA_VERSION,
+            invocation_id: InvocationId::generate("abc"),
+            profile_id: ProfileId::parse("writer").unwrap(),
+            exit_policy: ExitPolicy::TaskReturnRequired,
+            presentation: Presentation::Background,
+            tools: vec![
+                spec(ToolName::TaskReturn),
+                spec(ToolName::WorkspaceWriteFile),
+            ]
+            .into(),
+            budgets: InvocationBudgets {
+                max_rounds: 7,
+                max_calls_per_invocation: 40,
+                max_calls_per_tool: BTreeMap::from([(ToolId::Builtin(ToolName::TaskReturn), 1)]),
+            },
+            visible_roots: vec![WorkspaceRoot::Scratch, WorkspaceRoot::Output],
+            writable_roots: vec![],
+            message_body_path: WorkspacePath::parse("output/reply.md").unwrap(),
+        };
+        let tools =
+            RawValue::from_string(serde_json::to_string(&*snapshot.tools).unwrap()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&snapshot.with_tools_json(&tools)).unwrap(),
+            serde_json::to_string(&snapshot).unwrap()
+        );
+    }
 
     #[test]
     fn result_payload_shape() {

@@ -116,8 +116,13 @@ pub(crate) async fn prepare_invocation(
         .write_serialized_document(
             &ctx.run_id,
             &RunDocument::InvocationToolSnapshot(invocation.id.clone()),
-            // Serialized as it is: no `Value` tree of the whole snapshot per invocation.
-            &tt_ports::SerializedDocument::new(&snapshot)?,
+            // Serialized as it is (no `Value` tree), its specs' text written once per set.
+            &match crate::registry::specs_json(&snapshot.tools) {
+                Some(tools) => {
+                    tt_ports::SerializedDocument::new(&snapshot.with_tools_json(&tools))?
+                }
+                None => tt_ports::SerializedDocument::new(&snapshot)?,
+            },
         )
         .await?;
     // A root whose prompt is still to be assembled journals it once it is.
