@@ -3,6 +3,7 @@
 //! symlink, listings and bounded walks, reading, and replacing a file (temp file, then rename).
 //! Split from `workspace`, which implements the port on top of these.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,15 @@ use crate::layout::join_relative;
 
 pub(crate) fn path_lock(run_id: &RunId, path: &WorkspacePath) -> String {
     ["path:", run_id.as_str(), "/", path.as_str()].concat()
+}
+
+/// The segments of a workspace path as [`join_relative`] joins them (a parsed path has no
+/// `.` or `..` segment, so they are the components of the joined path below the run).
+fn segments(path: &WorkspacePath) -> impl Iterator<Item = &OsStr> {
+    path.as_str()
+        .split('/')
+        .filter(|segment| !segment.is_empty())
+        .map(OsStr::new)
 }
 
 /// A run directory together with its canonical form, the boundary for symlink checks.
@@ -50,7 +60,7 @@ impl RunBase {
             return Err(StorageError::not_found(format!("workspace path {path}")));
         }
         let physical = join_relative(&self.dir, path.as_str());
-        self.ensure_inside(&physical, path.as_str())?;
+        self.walk_below(&physical, segments(path), path.as_str())?;
         Ok(physical)
     }
 
@@ -61,7 +71,7 @@ impl RunBase {
             return Err(StorageError::not_found(format!("workspace path {path}")));
         }
         let physical = join_relative(&self.dir, path.as_str());
-        let walked = self.walk(&physical, path.as_str())?;
+        let walked = self.walk_below(&physical, segments(path), path.as_str())?;
         Ok((physical, walked))
     }
 
@@ -77,8 +87,20 @@ impl RunBase {
             ensure_inside(&self.canonical, physical, shown)?;
             return Ok(Walked::default());
         };
+        let components = relative.components().map(|component| component.as_os_str());
+        self.walk_below(physical, components, shown)
+    }
+
+    /// [`RunBase::walk`] of `physical`, which is this run directory joined with `components`
+    /// (a workspace path's segments are known without parsing `physical` again).
+    fn walk_below<'a>(
+        &self,
+        physical: &Path,
+        components: impl Iterator<Item = &'a OsStr>,
+        shown: &str,
+    ) -> StorageResult<Walked> {
         let mut walked = self.dir.clone();
-        let mut components = relative.components().peekable();
+        let mut components = components.peekable();
         let mut parents_are_dirs = true;
         while let Some(component) = components.next() {
             let last = components.peek().is_none();
