@@ -95,7 +95,7 @@ use serde_json::Error;
 use key::KeyWriter;
 use raw::{RAW_VALUE_TOKEN, RawWriter};
 pub use sink::JsonSink;
-use sink::put_quoted;
+use sink::{put_key, put_quoted};
 
 /// Appends `value` to `sink` as compact JSON text, exactly as `serde_json::to_writer` writes
 /// it, and fails where it fails (a map key that is not a string, a failing `Serialize`). On a
@@ -184,8 +184,7 @@ impl<'w, 's, S: JsonSink + ?Sized> Compound<'w, 's, S> {
             };
         }
         let writer = self.next_item();
-        put_quoted(writer.sink, key);
-        writer.sink.put_ascii(b':');
+        put_key(writer.sink, key);
         value.serialize(writer)
     }
 
