@@ -151,9 +151,26 @@ pub fn add_provider_fields(
     object: &mut serde_json::Map<String, serde_json::Value>,
     provider: &dyn ModelProvider,
 ) {
-    // A struct of strings, booleans and options always serializes to an object.
-    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(provider_wire(provider)) {
-        object.extend(fields);
+    // Each field put in as it is: no `Value` map of them to move over (a test compares the
+    // keys and values with `ProviderWire` serialized).
+    let tt_domain::event_payload::ProviderWire {
+        chat_completion_source,
+        custom_api_format,
+        provider_format,
+        transport,
+        native_continuation,
+        previous_response_id,
+    } = provider_wire(provider);
+    let fields: [(&str, serde_json::Value); 6] = [
+        ("chatCompletionSource", chat_completion_source.into()),
+        ("customApiFormat", custom_api_format.into()),
+        ("providerFormat", provider_format.into()),
+        ("transport", transport.into()),
+        ("nativeContinuation", native_continuation.into()),
+        ("previousResponseId", previous_response_id.into()),
+    ];
+    for (key, value) in fields {
+        object.insert(key.to_owned(), value);
     }
 }
 
@@ -235,5 +252,62 @@ impl ModelConnections for NoConnections {
         _connection_ref: &str,
     ) -> Result<Option<ResolvedConnection>, ModelError> {
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tt_domain::model::{AgentModelRequest, AgentModelResponse};
+
+    /// A provider with its own name, format and transport.
+    struct Wired;
+
+    #[async_trait::async_trait]
+    impl ModelProvider for Wired {
+        fn name(&self) -> &str {
+            "wired"
+        }
+
+        async fn complete(
+            &self,
+            _request: &AgentModelRequest,
+            _cancel: CancellationToken,
+        ) -> Result<AgentModelResponse, ModelError> {
+            Err(ModelError::Cancelled)
+        }
+
+        fn provider_format(&self) -> &str {
+            "wired_chat"
+        }
+
+        fn transport(&self) -> &str {
+            "pipe"
+        }
+    }
+
+    #[test]
+    fn provider_fields_are_the_wire_serialized_after_the_objects_own() {
+        let mut object = serde_json::Map::new();
+        object.insert("mode".to_owned(), "x".into());
+        object.insert("transport".to_owned(), "old".into());
+        add_provider_fields(&mut object, &Wired);
+        let mut expected = serde_json::Map::new();
+        expected.insert("mode".to_owned(), "x".into());
+        expected.insert("transport".to_owned(), serde_json::Value::Null);
+        let serde_json::Value::Object(wire) = serde_json::to_value(provider_wire(&Wired)).unwrap()
+        else {
+            panic!("the wire is an object");
+        };
+        expected.extend(wire);
+        assert_eq!(
+            serde_json::to_string(&object).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        assert_eq!(object["transport"], "pipe");
+        assert_eq!(
+            provider_fields(&Wired),
+            serde_json::to_value(provider_wire(&Wired)).unwrap()
+        );
     }
 }
