@@ -27,6 +27,7 @@ mod chat_head;
 mod connections;
 mod durability;
 mod event_line;
+mod fast_map;
 #[cfg(test)]
 mod fault_tests;
 mod faults;
@@ -57,7 +58,6 @@ mod workspace;
 mod workspace_files;
 mod written;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -118,13 +118,8 @@ pub(crate) struct RunLocation {
     pub(crate) canonical: Option<PathBuf>,
 }
 
-/// The store's in-memory maps (by run, document key, blob hash, workspace path, lock key): looked
-/// up on every append and document write, several times per model turn, so hashed with
-/// foldhash, seeded per map, instead of the standard library's SipHash.
-pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
 /// A map by run id.
-type RunMap<V> = FastMap<RunId, V>;
+type RunMap<V> = fast_map::FastMap<RunId, V>;
 
 pub(crate) struct Inner {
     pub(crate) layout: Layout,

@@ -1,7 +1,7 @@
 //! Keyed async mutexes: one lock per run, task set or workspace path, created on demand and
 //! dropped from the table once nobody holds or waits for them.
 
-use crate::FastMap;
+use crate::fast_map::FastMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::OwnedMutexGuard;
 

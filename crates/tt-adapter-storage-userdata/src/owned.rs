@@ -21,8 +21,8 @@ use tt_domain::time::Timestamp;
 use tt_domain::workspace::{CheckpointReason, CheckpointRecord, FileFingerprint, WorkspacePath};
 use tt_ports::{StorageError, StorageResult, TaskTransitionOutcome};
 
-use crate::FastMap;
 use crate::durability::RunSync;
+use crate::fast_map::FastMap;
 use crate::fsutil::{self, is_temp_name};
 use crate::journal_index::JournalIndex;
 use crate::layout::{BLOBS_FILE, EVENTS_FILE, LOCK_FILE, RECORDS_FILE};

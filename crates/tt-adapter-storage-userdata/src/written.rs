@@ -6,7 +6,7 @@
 //! `lstat` shows); anything else, such as a file another process replaced or edited, is read
 //! and hashed the ordinary way.
 
-use crate::FastMap;
+use crate::fast_map::FastMap;
 use std::fs;
 use std::time::SystemTime;
 use tt_domain::workspace::WorkspacePath;

@@ -90,7 +90,10 @@ static SPEC_SETS: Mutex<Vec<(SpecInputs, Arc<[AgentToolSpec]>)>> = Mutex::new(Ve
 
 /// The JSON text of spec sets written recently, by identity. An entry keeps its set alive, so
 /// the set's address is not reused by another while the entry is here.
-static SPEC_SET_JSON: Mutex<Vec<(Arc<[AgentToolSpec]>, Arc<RawValue>)>> = Mutex::new(Vec::new());
+static SPEC_SET_JSON: Mutex<Vec<SpecSetJson>> = Mutex::new(Vec::new());
+
+/// A spec set and its JSON text.
+type SpecSetJson = (Arc<[AgentToolSpec]>, Arc<RawValue>);
 
 /// The JSON text of `specs`, written once for all the invocations that share them (an
 /// invocation's tool snapshot document holds them: about 33,000 instructions per invocation
