@@ -50,6 +50,30 @@ async fn stored_task_is(
 }
 
 impl PostgresStore {
+    /// A run document parsed as `T`; `None` when the run has no such document.
+    async fn document_as<T: DeserializeOwned>(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<T>> {
+        let path = document.relative_path();
+        let what = format!("runs/{run_id}/{path}");
+        let row = self
+            .row(
+                "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
+                &[&run_id.as_str(), &path],
+                &what,
+            )
+            .await?;
+        match row {
+            Some(row) => Ok(Some(parse(what, row.get(0))?)),
+            None => {
+                self.require_run(run_id).await?;
+                Ok(None)
+            }
+        }
+    }
+
     /// The runs `SELECT … FROM runs r` finds with `tail` (its `WHERE` and `ORDER BY`) and
     /// `params`; `what` names them in an error. A body that does not parse is left out
     /// (`unreadable_runs` names it), never allowed to hide the others. Runs another store
@@ -363,21 +387,20 @@ impl AgentRunRepository for PostgresStore {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
-        let path = document.relative_path();
-        let what = format!("runs/{run_id}/{path}");
-        let row = self
-            .row(
-                "SELECT body FROM run_documents WHERE run_id = $1 AND path = $2",
-                &[&run_id.as_str(), &path],
-                &what,
-            )
-            .await?;
-        match row {
-            Some(row) => Ok(Some(parse(what, row.get(0))?)),
-            None => {
-                self.require_run(run_id).await?;
-                Ok(None)
-            }
+        self.document_as(run_id, document).await
+    }
+
+    async fn read_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<SerializedDocument>> {
+        match self
+            .document_as::<Box<serde_json::value::RawValue>>(run_id, document)
+            .await?
+        {
+            Some(raw) => SerializedDocument::from_raw(&raw).map(Some),
+            None => Ok(None),
         }
     }
 

@@ -523,7 +523,7 @@ impl OwnedRun {
         Ok(())
     }
 
-    pub(crate) fn document(&self, key: &str) -> StorageResult<Option<Value>> {
+    pub(crate) fn document<T: DeserializeOwned>(&self, key: &str) -> StorageResult<Option<T>> {
         self.stored_record(
             |files| files.documents.get(key).copied(),
             || format!("record {key}"),

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::fs;
@@ -191,6 +192,27 @@ impl UserDataStore {
             kind,
             key,
         )
+    }
+
+    /// A run document parsed as `T`, wherever the run keeps it.
+    fn document_as<T: serde::de::DeserializeOwned>(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<T>> {
+        let placement = placement(document)?;
+        match (self.inner.access(run_id)?, placement) {
+            (RunAccess::Owned(run), Placement::File(relative)) => {
+                read_json(&join_relative(&run.dir, &relative))
+            }
+            (RunAccess::Reader { dir, .. }, Placement::File(relative)) => {
+                read_json(&join_relative(&dir, &relative))
+            }
+            (RunAccess::Owned(run), Placement::Record(key)) => run.document(&key),
+            (RunAccess::Reader { dir, view }, Placement::Record(key)) => {
+                self.reader_record(&dir, &view, RecordKind::Document, &key)
+            }
+        }
     }
 
     /// Every record of `kind` of such a run, sorted by `order`.
@@ -403,18 +425,18 @@ impl AgentRunRepository for UserDataStore {
         run_id: &RunId,
         document: &RunDocument,
     ) -> StorageResult<Option<Value>> {
-        let placement = placement(document)?;
-        match (self.inner.access(run_id)?, placement) {
-            (RunAccess::Owned(run), Placement::File(relative)) => {
-                read_json(&join_relative(&run.dir, &relative))
-            }
-            (RunAccess::Reader { dir, .. }, Placement::File(relative)) => {
-                read_json(&join_relative(&dir, &relative))
-            }
-            (RunAccess::Owned(run), Placement::Record(key)) => run.document(&key),
-            (RunAccess::Reader { dir, view }, Placement::Record(key)) => {
-                self.reader_record(&dir, &view, RecordKind::Document, &key)
-            }
+        self.document_as(run_id, document)
+    }
+
+    async fn read_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<SerializedDocument>> {
+        // Checked as JSON and copied, never built into a `Value` tree.
+        match self.document_as::<Box<RawValue>>(run_id, document)? {
+            Some(raw) => SerializedDocument::from_raw(&raw).map(Some),
+            None => Ok(None),
         }
     }
 

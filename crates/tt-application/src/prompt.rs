@@ -52,10 +52,10 @@ fn tool_lines(out: &mut String, snapshot: &InvocationToolSnapshot) {
     out.push_str("Your tools:\n");
     for spec in snapshot.tools.iter() {
         let Some(tool) = spec.name.builtin() else {
-            let _ = writeln!(out, "- `{}`: {}", spec.model_name, external_line(spec));
+            line(out, &["- `", &spec.model_name, "`: ", &external_line(spec)]);
             continue;
         };
-        let line = match tool {
+        let line_text = match tool {
             ToolName::WorkspaceListFiles => "see which files exist.",
             ToolName::WorkspaceSearchFiles => "find text in files.",
             ToolName::WorkspaceReadFile => "read a file before you change it.",
@@ -75,24 +75,48 @@ fn tool_lines(out: &mut String, snapshot: &InvocationToolSnapshot) {
             ToolName::SkillSearch => "find skills by topic.",
             ToolName::SkillRead => "read a skill.",
         };
-        let _ = writeln!(out, "- `{}`: {line}", spec.model_name);
+        line(out, &["- `", &spec.model_name, "`: ", line_text]);
     }
 }
 
-fn roots_list(roots: &[WorkspaceRoot]) -> String {
-    roots_or(roots, "none")
+/// `parts` one after the other, then a line break: what `writeln!` would write, without going
+/// through the formatter (a prompt is built for every agent).
+fn line(out: &mut String, parts: &[&str]) {
+    for part in parts {
+        out.push_str(part);
+    }
+    out.push('\n');
+}
+
+/// `- {lead}{the roots}.` and a line break, the roots as [`roots_or`] writes them (`none`
+/// when there are none).
+fn roots_line(out: &mut String, lead: &str, roots: &[WorkspaceRoot]) {
+    out.push_str(lead);
+    push_roots(out, roots, "none");
+    out.push_str(".\n");
 }
 
 /// The roots as `` `output/`, `scratch/` ``; `none` when there are none.
 pub(crate) fn roots_or(roots: &[WorkspaceRoot], none: &str) -> String {
+    let mut out = String::new();
+    push_roots(&mut out, roots, none);
+    out
+}
+
+/// [`roots_or`], appended to `out`.
+fn push_roots(out: &mut String, roots: &[WorkspaceRoot], none: &str) {
     if roots.is_empty() {
-        return none.to_owned();
+        out.push_str(none);
+        return;
     }
-    roots
-        .iter()
-        .map(|root| format!("`{root}/`"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    for (i, root) in roots.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('`');
+        out.push_str(root.name());
+        out.push_str("/`");
+    }
 }
 
 /// The generated default, with every tool's line (the `full` spec style).
@@ -119,7 +143,7 @@ fn tools_section(out: &mut String, snapshot: &InvocationToolSnapshot, style: Too
     let name = |tool: ToolName| tool.model_alias();
     out.push_str("---\ntool_choice: required\ntools:\n");
     for model_name in snapshot.model_names() {
-        let _ = writeln!(out, "  - {model_name}");
+        line(out, &["  - ", model_name]);
     }
     out.push_str("---\n\n# Agent Mode is active.\n\n");
     match style {
@@ -158,18 +182,14 @@ fn workspace_section(out: &mut String, snapshot: &InvocationToolSnapshot) {
     out.push_str("\n## Workspace\n\n");
     if delegated {
         out.push_str("You share one workspace with the other agents on this job; the paths you see are the same paths they use.\n");
-        let _ = writeln!(
-            out,
-            "- You can see these areas for this task: {}.",
-            roots_list(visible)
-        );
-        let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+        roots_line(out, "- You can see these areas for this task: ", visible);
+        roots_line(out, "- You can write inside: ", writable);
     } else {
         if visible == writable {
-            let _ = writeln!(out, "- You can see and write: {}.", roots_list(visible));
+            roots_line(out, "- You can see and write: ", visible);
         } else {
-            let _ = writeln!(out, "- You can see: {}.", roots_list(visible));
-            let _ = writeln!(out, "- You can write inside: {}.", roots_list(writable));
+            roots_line(out, "- You can see: ", visible);
+            roots_line(out, "- You can write inside: ", writable);
         }
         let _ = writeln!(
             out,
@@ -190,10 +210,13 @@ fn rules_section(out: &mut String, snapshot: &InvocationToolSnapshot, style: Too
     let name = |tool: ToolName| tool.model_alias();
     let delegated = has(ToolName::TaskReturn);
     if delegated {
-        let _ = writeln!(
+        line(
             out,
-            "# **Important**: Return your result only by calling `{}`; it ends your task.",
-            name(ToolName::TaskReturn)
+            &[
+                "# **Important**: Return your result only by calling `",
+                name(ToolName::TaskReturn),
+                "`; it ends your task.",
+            ],
         );
         return;
     }

@@ -78,23 +78,44 @@ impl Timestamp {
         )
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ` written digit by digit, for years 0 to 9999 (every other
-    /// year takes the formatter's path). Every event and record carries timestamps, and going
-    /// through `write!` for each was about 2% of a fan-out's CPU.
-    fn rfc3339_fixed(self) -> Option<[u8; 24]> {
-        // Events and records written together carry the same instant: the thread's last text
-        // is reused (a year out of range is never stored, so `i64::MIN` marks "none").
-        let (last, text) = LAST_FIXED.with(std::cell::Cell::get);
-        if last == self.0 {
-            return Some(text);
-        }
+    /// `f` of the RFC 3339 text, `YYYY-MM-DDTHH:MM:SS.mmmZ`. Every event and record carries
+    /// timestamps, and going through `write!` for each was about 2% of a fan-out's CPU: years 0
+    /// to 9999 are written digit by digit, and events and records written together carry the
+    /// same instant, so the thread's last text is reused as it is, already a `str`. Only a
+    /// nested use (never made) finds that text borrowed: it writes its own.
+    fn with_text<R>(self, f: impl FnOnce(&str) -> R) -> R {
+        LAST_TEXT.with(|last| match last.try_borrow_mut() {
+            Ok(mut last) => {
+                if last.0 != Some(self.0) {
+                    last.1.clear();
+                    self.write_text(&mut last.1);
+                    last.0 = Some(self.0);
+                }
+                f(&last.1)
+            }
+            Err(_) => {
+                let mut text = String::with_capacity(24);
+                self.write_text(&mut text);
+                f(&text)
+            }
+        })
+    }
+
+    /// Appends the RFC 3339 text to `out`.
+    fn write_text(self, out: &mut String) {
         let (year, month, day, hour, minute, second, millis) = self.parts();
         if !(0..=9_999).contains(&year) {
-            return None;
+            use fmt::Write as _;
+            // Writing into a `String` cannot fail.
+            let _ = write!(
+                out,
+                "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z"
+            );
+            return;
         }
-        let mut out = *b"0000-00-00T00:00:00.000Z";
+        let mut digits = *b"0000-00-00T00:00:00.000Z";
         let mut put = |at: usize, width: usize, mut value: i64| {
-            for slot in out.iter_mut().skip(at).take(width).rev() {
+            for slot in digits.iter_mut().skip(at).take(width).rev() {
                 // Each digit is 0..=9, so the cast cannot truncate.
                 *slot = b'0' + (value % 10) as u8;
                 value /= 10;
@@ -107,40 +128,28 @@ impl Timestamp {
         put(14, 2, minute);
         put(17, 2, second);
         put(20, 3, millis);
-        LAST_FIXED.with(|last| last.set((self.0, out)));
-        Some(out)
+        // Only ASCII digits and separators were written: the check always passes.
+        if let Ok(text) = std::str::from_utf8(&digits) {
+            out.push_str(text);
+        }
     }
 }
 
 thread_local! {
-    /// The last instant [`Timestamp::rfc3339_fixed`] wrote on this thread, and its text.
-    static LAST_FIXED: std::cell::Cell<(i64, [u8; 24])> =
-        const { std::cell::Cell::new((i64::MIN, [0; 24])) };
+    /// The last instant [`Timestamp::with_text`] wrote on this thread, and its text.
+    static LAST_TEXT: std::cell::RefCell<(Option<i64>, String)> =
+        const { std::cell::RefCell::new((None, String::new())) };
 }
 
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(fixed) = self.rfc3339_fixed() {
-            // Only ASCII digits and separators were written.
-            return f.write_str(std::str::from_utf8(&fixed).map_err(|_| fmt::Error)?);
-        }
-        let (year, month, day, hour, minute, second, millis) = self.parts();
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z"
-        )
+        self.with_text(|text| f.write_str(text))
     }
 }
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.rfc3339_fixed() {
-            Some(fixed) => match std::str::from_utf8(&fixed) {
-                Ok(text) => serializer.serialize_str(text),
-                Err(_) => serializer.collect_str(self),
-            },
-            None => serializer.collect_str(self),
-        }
+        self.with_text(|text| serializer.serialize_str(text))
     }
 }
 
@@ -213,6 +222,33 @@ mod tests {
             prop_assert_eq!(ts.to_string(), formatted(ts));
             prop_assert_eq!(serde_json::to_string(&ts).unwrap(), format!("\"{}\"", formatted(ts)));
         }
+    }
+
+    #[test]
+    fn the_reused_text_follows_the_instant_and_a_nested_use_writes_its_own() {
+        let (a, b) = (
+            Timestamp::from_unix_millis(1_764_677_944_123),
+            Timestamp::from_unix_millis(0),
+        );
+        for ts in [a, a, b, a, b, b] {
+            assert_eq!(ts.to_string(), formatted(ts));
+        }
+        // A writer that formats another instant while the first one's text is lent to it.
+        struct Nesting(String);
+        impl fmt::Write for Nesting {
+            fn write_str(&mut self, text: &str) -> fmt::Result {
+                self.0.push_str(text);
+                self.0.push('|');
+                self.0.push_str(&Timestamp::from_unix_millis(0).to_string());
+                Ok(())
+            }
+        }
+        let mut nesting = Nesting(String::new());
+        fmt::Write::write_fmt(&mut nesting, format_args!("{a}")).unwrap();
+        assert_eq!(
+            nesting.0,
+            "2025-12-02T12:19:04.123Z|1970-01-01T00:00:00.000Z"
+        );
     }
 
     #[test]

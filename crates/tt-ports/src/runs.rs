@@ -236,6 +236,21 @@ pub trait AgentRunRepository: Send + Sync {
         document: &RunDocument,
     ) -> StorageResult<Option<Value>>;
 
+    /// [`AgentRunRepository::read_document`] as JSON text, for a caller that reads a few fields
+    /// into a typed value instead of building the whole `Value` tree. The default serializes
+    /// what `read_document` returns; a store that keeps documents as JSON text returns it as
+    /// it is.
+    async fn read_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<SerializedDocument>> {
+        match self.read_document(run_id, document).await? {
+            Some(value) => SerializedDocument::new(&value).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// [`AgentRunRepository::write_document`] for a document already serialized, so a caller
     /// that holds a typed value stores it without building a `Value` tree first. Reads back
     /// as the same JSON. The default parses it and calls `write_document`; a store that keeps
@@ -286,8 +301,9 @@ pub trait RunWatch: Send {
     async fn next(&mut self) -> Option<RunChange>;
 }
 
-/// One JSON value serialized compactly: valid JSON on one line, since the only way to make one
-/// is [`SerializedDocument::new`].
+/// One JSON value on one line: valid JSON, since the only ways to make one are
+/// [`SerializedDocument::new`] (compact) and [`SerializedDocument::from_raw`] (a value already
+/// parsed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SerializedDocument(String);
 
@@ -299,6 +315,20 @@ impl SerializedDocument {
         tt_domain::text::json_text(value).map(Self).map_err(|err| {
             crate::error::StorageError::Other(format!("cannot serialize a run document: {err}"))
         })
+    }
+
+    /// The text of a JSON value already parsed (so valid), as it is when it is on one line,
+    /// else serialized again compactly.
+    pub fn from_raw(raw: &serde_json::value::RawValue) -> StorageResult<Self> {
+        let text = raw.get();
+        if text.bytes().any(|byte| byte == b'\n' || byte == b'\r') {
+            // Whitespace between tokens (a JSON string escapes its line breaks).
+            let value: Value = serde_json::from_str(text).map_err(|err| {
+                crate::error::StorageError::Other(format!("a run document is not JSON: {err}"))
+            })?;
+            return Self::new(&value);
+        }
+        Ok(Self(text.to_owned()))
     }
 
     /// The JSON text.
@@ -452,6 +482,15 @@ pub trait AgentInvocationRepository: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_raw_document_is_kept_as_it_is_on_one_line_and_made_compact_otherwise() {
+        let raw = |text: &str| serde_json::value::RawValue::from_string(text.to_owned()).unwrap();
+        let one_line = SerializedDocument::from_raw(&raw(r#"{"a": [1, "x\ny"]}"#)).unwrap();
+        assert_eq!(one_line.as_str(), r#"{"a": [1, "x\ny"]}"#);
+        let spread = SerializedDocument::from_raw(&raw("{\n  \"a\": [1,\r\n 2]\n}")).unwrap();
+        assert_eq!(spread.as_str(), r#"{"a":[1,2]}"#);
+    }
 
     #[test]
     fn every_document_reads_back_from_its_logical_path() {

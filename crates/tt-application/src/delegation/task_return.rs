@@ -16,7 +16,8 @@ use tt_domain::text::{char_count, word_count};
 use tt_domain::tool::{AgentToolCall, ToolName};
 use tt_domain::workspace::{WorkspaceAccessPolicy, WorkspacePath, WriteGuard};
 use tt_ports::{
-    AgentInvocationRepository, AgentRunRepository, RunDocument, StorageError, WorkspaceRepository,
+    AgentInvocationRepository, AgentRunRepository, RunDocument, SerializedDocument, StorageError,
+    WorkspaceRepository,
 };
 
 use crate::delegation::args::{TaskReturnArgs, parse_task_return_args};
@@ -52,6 +53,15 @@ pub(crate) struct WrittenReturn {
     pub summary_ref: String,
     pub success: ToolSuccess,
     pub returned: TaskReturned,
+    /// What the document says of the result, for the capsule that shows it.
+    pub result: ReturnedResult,
+}
+
+/// The two fields of a result document a capsule shows: its `summary` and its `result`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReturnedResult {
+    pub summary: String,
+    pub result: serde_json::Value,
 }
 
 /// `task.return`: validates, then writes the result document and the summary file. Moving the
@@ -97,17 +107,18 @@ pub(crate) async fn write_task_return(
             workspace_key: task.workspace_key.clone(),
         },
     };
-    let document_value = serde_json::to_value(&document).map_err(|err| {
+    // Serialized as it is: no `Value` tree of the document is built.
+    let serialized = SerializedDocument::new(&document).map_err(|err| {
         ApplicationError::fatal(
             error_codes::AGENT_TASK_RETURN_RESULT_SERIALIZE_FAILED,
             err.to_string(),
         )
     })?;
     env.runs
-        .write_document(
+        .write_serialized_document(
             env.run_id,
             &RunDocument::AgentResult(env.invocation.id.clone()),
-            &document_value,
+            &serialized,
         )
         .await?;
     let summary_path = WorkspacePath::parse(&summary_ref)?;
@@ -137,6 +148,10 @@ pub(crate) async fn write_task_return(
             result_ref,
             summary_chars: char_count(&args.summary),
             summary_words: word_count(&args.summary),
+        },
+        result: ReturnedResult {
+            summary: document.summary,
+            result: document.result,
         },
     })
 }
@@ -305,6 +320,14 @@ mod tests {
             "scratch/notes.md"
         );
         assert_eq!(document["runtime"]["taskId"], "task_1");
+        // What the capsule shows without reading the document back is what the document says.
+        assert_eq!(
+            written.result,
+            ReturnedResult {
+                summary: document["summary"].as_str().unwrap().to_owned(),
+                result: document["result"].clone(),
+            }
+        );
         // The task is the engine's to settle: still running here.
         let stored = store.load_task(&run_id, &task.id).await.unwrap();
         assert_eq!(stored.status, TaskStatus::Running);

@@ -2,10 +2,10 @@
 //! section (`currentPromptSnapshot`: the run's default provider; `connectionRef` + `modelId`: a
 //! named connection; `requiresConfiguration`: cannot run).
 
-use serde_json::json;
 use std::sync::Arc;
 use tt_domain::error_codes;
-use tt_domain::event::{EventLevel, EventScope, RunEventType};
+use tt_domain::event::EventLevel;
+use tt_domain::event_payload::{AgentModelBindingResolved, ProviderWire};
 use tt_domain::generation::GenerationSettings;
 use tt_domain::ids::InvocationId;
 use tt_domain::model::ProviderSession;
@@ -119,27 +119,55 @@ pub(crate) fn connection_not_found(name: &str) -> ApplicationError {
     )
 }
 
-/// The model `profile` talks to in this run, the payload of its `agent_model_binding_resolved`
-/// and its connection's facts; nothing is journaled or remembered (a return gate's grader is
-/// bound this way: its calls are journaled as gradings, not as an agent's).
+/// What `agent_model_binding_resolved` says of the connection an agent is bound to, before
+/// the agent's own facts.
+pub(crate) struct ConnectionFacts {
+    mode: &'static str,
+    connection_ref: Option<String>,
+    model_id: Option<String>,
+    provider: String,
+    /// The connection's non-secret description, with `connection_ref`.
+    connection: Option<serde_json::Value>,
+}
+
+impl ConnectionFacts {
+    fn of(
+        mode: &'static str,
+        connection: Option<(&str, &tt_ports::ResolvedConnection)>,
+        model_id: Option<String>,
+        provider: &dyn ModelProvider,
+    ) -> Self {
+        Self {
+            mode,
+            connection_ref: connection.map(|(name, _)| name.to_owned()),
+            model_id,
+            provider: provider.name().to_owned(),
+            connection: connection.map(|(_, resolved)| resolved.description.clone()),
+        }
+    }
+}
+
+/// The model `profile` talks to in this run, what its `agent_model_binding_resolved` says of
+/// the connection, and the connection's facts; nothing is journaled or remembered (a return
+/// gate's grader is bound this way: its calls are journaled as gradings, not as an agent's).
 pub(crate) async fn bind_model(
     ctx: &RunContext,
     profile: &ResolvedProfile,
     assembled_generation: Option<GenerationSettings>,
-) -> ApplicationResult<(
-    ModelBinding,
-    serde_json::Value,
-    tt_ports::ConnectionModelInfo,
-)> {
+) -> ApplicationResult<(ModelBinding, ConnectionFacts, tt_ports::ConnectionModelInfo)> {
     let model = &profile.definition.model;
-    let run = ctx.run_snapshot().await;
     // A branch may change the model of chosen profiles (docs/branching.md).
-    let change = run
-        .profile_models
-        .get(profile.id())
-        .cloned()
-        .unwrap_or_default();
-    let run_generation = run.generation.overlay(&change.generation);
+    let (change, run_generation) = ctx
+        .read_run(|run| {
+            let change = run
+                .profile_models
+                .get(profile.id())
+                .cloned()
+                .unwrap_or_default();
+            let generation = run.generation.overlay(&change.generation);
+            (change, generation)
+        })
+        .await;
     let bind = |provider,
                 model_id: Option<String>,
                 connection: GenerationSettings,
@@ -165,7 +193,7 @@ pub(crate) async fn bind_model(
     } else {
         model.mode
     };
-    let (binding, payload, info) = match mode {
+    let (binding, facts, info) = match mode {
         ModelMode::RequiresConfiguration => {
             return Err(ApplicationError::fatal(
                 error_codes::AGENT_PROFILE_MODEL_REQUIRES_CONFIGURATION,
@@ -176,9 +204,8 @@ pub(crate) async fn bind_model(
             ));
         }
         ModelMode::CurrentPromptSnapshot => {
-            let (provider, payload, connection, info) = current_connection(ctx).await?;
-            let payload = with_provider_fields(payload, provider.as_ref());
-            (bind(provider, None, connection, &info), payload, info)
+            let (provider, facts, connection, info) = current_connection(ctx).await?;
+            (bind(provider, None, connection, &info), facts, info)
         }
         ModelMode::ConnectionRef => {
             let (name, model_id) = match &change.connection_ref {
@@ -194,11 +221,10 @@ pub(crate) async fn bind_model(
                     format!("profile `{}` names the model connection `{name}`, which is not configured", profile.id()),
                 )
             })?;
-            let payload = with_provider_fields(
-                json!({
-                    "mode": "connectionRef", "connectionRef": name, "modelId": model_id,
-                    "provider": resolved.provider.name(), "connection": resolved.description,
-                }),
+            let facts = ConnectionFacts::of(
+                "connectionRef",
+                Some((name, &resolved)),
+                model_id.clone(),
                 resolved.provider.as_ref(),
             );
             (
@@ -208,12 +234,12 @@ pub(crate) async fn bind_model(
                     resolved.generation,
                     &resolved.model_info,
                 ),
-                payload,
+                facts,
                 resolved.model_info,
             )
         }
     };
-    Ok((binding, payload, info))
+    Ok((binding, facts, info))
 }
 
 /// The run's own connection (the conversation's model): the host's default provider, or the
@@ -222,30 +248,33 @@ async fn current_connection(
     ctx: &RunContext,
 ) -> ApplicationResult<(
     Arc<dyn tt_ports::ModelProvider>,
-    serde_json::Value,
+    ConnectionFacts,
     GenerationSettings,
     tt_ports::ConnectionModelInfo,
 )> {
+    const MODE: &str = "currentPromptSnapshot";
     Ok(match &ctx.connection_ref {
         None => {
             let provider = Arc::clone(&ctx.services.model);
-            let payload = json!({"mode": "currentPromptSnapshot", "provider": provider.name(), "modelId": null});
+            let facts = ConnectionFacts::of(MODE, None, None, provider.as_ref());
             (
                 provider,
-                payload,
+                facts,
                 GenerationSettings::default(),
                 ctx.services.model_info.clone(),
             )
         }
         Some(name) => {
             let resolved = resolve_connection(ctx, name).await?;
-            let payload = json!({
-                "mode": "currentPromptSnapshot", "connectionRef": name, "modelId": null,
-                "provider": resolved.provider.name(), "connection": resolved.description,
-            });
+            let facts = ConnectionFacts::of(
+                MODE,
+                Some((name, &resolved)),
+                None,
+                resolved.provider.as_ref(),
+            );
             (
                 resolved.provider,
-                payload,
+                facts,
                 resolved.generation,
                 resolved.model_info,
             )
@@ -262,73 +291,89 @@ pub(crate) async fn resolve_model_binding(
     assembled_generation: Option<GenerationSettings>,
 ) -> ApplicationResult<ModelBinding> {
     let model = &profile.definition.model;
-    let (binding, payload, info) = bind_model(ctx, profile, assembled_generation).await?;
+    let (binding, facts, info) = bind_model(ctx, profile, assembled_generation).await?;
     let mut binding = binding;
     let window = learn_window(ctx, &binding, model.context_window_tokens, &info).await;
     binding.context_window_tokens = window.as_ref().map(|w| w.tokens);
-    journal_binding(ctx, invocation_id, profile, &mut binding, payload, window).await?;
+    journal_binding(ctx, invocation_id, profile, &mut binding, facts, window).await?;
     Ok(binding)
 }
 
-/// Journals `agent_model_binding_resolved` for a binding resolved with `payload`, remembers
-/// its provider session, and checks its settings.
+/// Journals `agent_model_binding_resolved` for a binding resolved on the connection `facts`
+/// describe, remembers its provider session, and checks its settings.
 async fn journal_binding(
     ctx: &RunContext,
     invocation_id: &InvocationId,
     profile: &ResolvedProfile,
     binding: &mut ModelBinding,
-    mut payload: serde_json::Value,
+    facts: ConnectionFacts,
     window: Option<Window>,
 ) -> ApplicationResult<()> {
-    let connection_ref = payload["connectionRef"].as_str().map(str::to_owned);
-    binding.connection_ref.clone_from(&connection_ref);
-    payload["invocationId"] = json!(invocation_id);
-    payload["profileId"] = json!(profile.id());
-    add_binding_facts(&mut payload, binding, window.as_ref());
+    binding.connection_ref.clone_from(&facts.connection_ref);
+    let payload = binding_resolved(invocation_id, profile, binding, facts, window);
     ctx.events
-        .emit(
-            &ctx.run_id,
-            EventLevel::Info,
-            RunEventType::AgentModelBindingResolved,
-            payload,
-            Some(&EventScope::agent(invocation_id)),
-        )
+        .record(&ctx.run_id, EventLevel::Info, &payload)
         .await?;
     ctx.remember_session(
         ProviderSession::new(&ctx.run_id, invocation_id).session_id,
         Arc::clone(&binding.provider),
     );
-    check_settings(ctx, invocation_id, profile, binding, connection_ref).await
+    check_settings(ctx, invocation_id, profile, binding, payload.connection_ref).await
 }
 
-/// What a binding sets beyond its connection, in `agent_model_binding_resolved`: its settings
-/// only when something is set (so runs on server defaults journal what they did before), and
-/// likewise its window and price, when known.
-fn add_binding_facts(
-    payload: &mut serde_json::Value,
+/// The payload of `agent_model_binding_resolved`: the connection, then what the binding sets
+/// beyond it: its settings only when something is set (so runs on server defaults journal what
+/// they did before), and likewise its window and price, when known.
+fn binding_resolved(
+    invocation_id: &InvocationId,
+    profile: &ResolvedProfile,
     binding: &ModelBinding,
-    window: Option<&Window>,
-) {
+    facts: ConnectionFacts,
+    window: Option<Window>,
+) -> AgentModelBindingResolved {
+    let ProviderWire {
+        chat_completion_source,
+        custom_api_format,
+        provider_format,
+        transport,
+        native_continuation,
+        previous_response_id,
+    } = tt_ports::provider_wire(binding.provider.as_ref());
     let settings = binding.settings();
-    if !settings.generation.is_empty() || settings.max_output_tokens.is_some() {
-        let mut generation = json!(settings.generation);
-        if let Some(tokens) = settings.max_output_tokens {
-            generation["maxOutputTokens"] = json!(tokens);
-        }
-        payload["generation"] = generation;
-    }
-    if let Some(window) = window {
-        payload["contextWindowTokens"] = json!(window.tokens);
-        payload["contextWindowSource"] = json!(window.source);
-        if let Some(endpoint) = &window.endpoint {
-            payload["contextWindowEndpoint"] = json!(endpoint);
-        }
-    }
-    if let Some(price) = binding.price {
-        payload["price"] = json!(price);
-    }
-    if let Some(ttl) = binding.cache_ttl {
-        payload["cacheTtl"] = json!(ttl.as_str());
+    let generation = (!settings.generation.is_empty() || settings.max_output_tokens.is_some())
+        .then(|| {
+            let mut generation = settings.generation;
+            generation.max_output_tokens = settings.max_output_tokens;
+            Box::new(generation)
+        });
+    let (context_window_tokens, context_window_source, context_window_endpoint) = match window {
+        Some(window) => (
+            Some(window.tokens),
+            Some(window.source.to_owned()),
+            window.endpoint,
+        ),
+        None => (None, None, None),
+    };
+    AgentModelBindingResolved {
+        mode: facts.mode.to_owned(),
+        connection_ref: facts.connection_ref,
+        model_id: facts.model_id,
+        provider: facts.provider,
+        connection: facts.connection,
+        chat_completion_source,
+        custom_api_format,
+        provider_format,
+        transport,
+        native_continuation,
+        previous_response_id,
+        invocation_id: invocation_id.clone(),
+        profile_id: profile.id().clone(),
+        generation,
+        context_window_tokens,
+        context_window_source,
+        context_window_endpoint,
+        price: binding.price,
+        cache_ttl: binding.cache_ttl.map(|ttl| ttl.as_str().to_owned()),
     }
 }
 

@@ -154,17 +154,21 @@ pub(crate) async fn invocation_depth(
     Ok(depth)
 }
 
-/// The run's `delegation.maxDelegationDepth`, from the profile the run started with.
+/// The run's `delegation.maxDelegationDepth`, from the profile the run started with: read at
+/// the first delegated agent's start and kept for the rest of the active run.
 pub(crate) async fn max_delegation_depth(ctx: &RunContext) -> ApplicationResult<u32> {
-    let run = ctx.run_snapshot().await;
-    let profile = crate::profiles::resolve(
-        ctx.services.profiles.as_ref(),
-        run.profile_id
-            .as_ref()
-            .map(tt_domain::ids::ProfileId::as_str),
-    )
-    .await?;
-    Ok(profile.definition.delegation.max_delegation_depth)
+    ctx.max_delegation_depth
+        .get_or_try_init(|| async {
+            let profile_id = ctx.read_run(|run| run.profile_id.clone()).await;
+            let profile = crate::profiles::resolve(
+                ctx.services.profiles.as_ref(),
+                profile_id.as_ref().map(tt_domain::ids::ProfileId::as_str),
+            )
+            .await?;
+            Ok(profile.definition.delegation.max_delegation_depth)
+        })
+        .await
+        .copied()
 }
 
 async fn drive(

@@ -161,7 +161,7 @@ impl Publication<'_> {
                     checkpoint_id: checkpoint.id.clone(),
                     reason: CheckpointReason::ChatCommit,
                     event_seq: started.seq,
-                    files: serde_json::to_value(&checkpoint.files).unwrap_or_default(),
+                    files: checkpoint.files.clone(),
                 },
             )
             .await?;

@@ -67,6 +67,18 @@ pub(crate) struct RunContext {
     promoted_before: std::sync::atomic::AtomicBool,
     /// The host is shutting down: the stopped run ends `interrupted`, not `cancelled`.
     shutting_down: std::sync::atomic::AtomicBool,
+    /// The run's `delegation.maxDelegationDepth`, read once per active run
+    /// (`engine::child::max_delegation_depth`).
+    pub(crate) max_delegation_depth: tokio::sync::OnceCell<u32>,
+    /// Results handed back in this process and not shown yet to the agent that delegated
+    /// them, by the returning agent: a capsule takes its entry's result from here instead of
+    /// parsing the result document back (`engine::tasks::results`).
+    returned_results: StdMutex<
+        std::collections::HashMap<
+            tt_domain::ids::InvocationId,
+            crate::delegation::task_return::ReturnedResult,
+        >,
+    >,
 }
 
 impl std::fmt::Debug for RunContext {
@@ -102,6 +114,8 @@ impl RunContext {
             replays: StdMutex::new(std::collections::HashMap::new()),
             promoted_before: std::sync::atomic::AtomicBool::new(false),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
+            max_delegation_depth: tokio::sync::OnceCell::new(),
+            returned_results: StdMutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -202,6 +216,36 @@ impl RunContext {
 
     pub(crate) async fn run_snapshot(&self) -> AgentRun {
         self.run.lock().await.clone()
+    }
+
+    /// Keeps the result `returner` handed back (its document is written) for the capsule
+    /// that shows it.
+    pub(crate) fn remember_returned(
+        &self,
+        returner: tt_domain::ids::InvocationId,
+        result: crate::delegation::task_return::ReturnedResult,
+    ) {
+        self.returned_results
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(returner, result);
+    }
+
+    /// The result `returner` handed back in this process, once: a later capsule of the same
+    /// result, or one after a resume, reads its document.
+    pub(crate) fn take_returned(
+        &self,
+        returner: &tt_domain::ids::InvocationId,
+    ) -> Option<crate::delegation::task_return::ReturnedResult> {
+        self.returned_results
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(returner)
+    }
+
+    /// What `read` takes from the run as it is now, without copying the whole record.
+    pub(crate) async fn read_run<T>(&self, read: impl FnOnce(&AgentRun) -> T) -> T {
+        read(&*self.run.lock().await)
     }
 
     /// Notes on the run the end the journal refused; returns the run to store.

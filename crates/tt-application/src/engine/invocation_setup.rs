@@ -270,16 +270,16 @@ pub(crate) async fn resolve_and_record_skills(
     invocation_id: &tt_domain::ids::InvocationId,
     profile: &tt_domain::profile::ResolvedProfile,
 ) -> crate::error::ApplicationResult<Arc<crate::skills::ResolvedSkills>> {
-    let refs = ctx.run_snapshot().await.skill_scope_refs;
+    let refs = ctx.read_run(|run| run.skill_scope_refs.clone()).await;
     let resolved =
         crate::skills::resolve_invocation_skills(ctx.services.skills.as_ref(), &refs, profile)
             .await?;
     ctx.services
         .runs
-        .write_document(
+        .write_serialized_document(
             &ctx.run_id,
             &tt_ports::RunDocument::InvocationResolvedSkills(invocation_id.clone()),
-            &resolved.document(invocation_id, profile.id()),
+            &tt_ports::SerializedDocument::new(&resolved.document(invocation_id, profile.id()))?,
         )
         .await?;
     ctx.events

@@ -3,7 +3,6 @@
 //! approval gate, the commit and resume all name records one way without importing the
 //! dispatcher.
 
-use serde_json::json;
 use tt_domain::event::EventLevel;
 use tt_domain::event_payload as payload;
 use tt_domain::ids::InvocationId;
@@ -58,7 +57,7 @@ pub(crate) async fn checkpoint(
         checkpoint_id: record.id,
         reason,
         event_seq,
-        files: json!(record.files),
+        files: record.files,
     };
     ctx.events
         .record(&ctx.run_id, EventLevel::Info, &created)

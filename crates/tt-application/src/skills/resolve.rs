@@ -42,6 +42,18 @@ pub(crate) struct ResolvedSkills {
     pub skills: Vec<EffectiveSkill>,
 }
 
+/// [`ResolvedSkills::document`]: serialized as it is, with no `Value` tree built first.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ResolvedSkillsDocument<'a> {
+    schema_version: u32,
+    invocation_id: &'a InvocationId,
+    profile_id: &'a ProfileId,
+    scopes: &'a [SkillScope],
+    refs: &'a SkillScopeRefs,
+    effective_skills: &'a [EffectiveSkill],
+}
+
 impl ResolvedSkills {
     pub(crate) const SCHEMA_VERSION: u32 = 1;
 
@@ -53,15 +65,19 @@ impl ResolvedSkills {
 
     /// The `resolved_skills.json` document:
     /// `{schemaVersion, invocationId, profileId, scopes, refs, effectiveSkills}`.
-    pub(crate) fn document(&self, invocation_id: &InvocationId, profile_id: &ProfileId) -> Value {
-        json!({
-            "schemaVersion": Self::SCHEMA_VERSION,
-            "invocationId": invocation_id,
-            "profileId": profile_id,
-            "scopes": self.scopes,
-            "refs": self.refs,
-            "effectiveSkills": self.skills,
-        })
+    pub(crate) fn document<'a>(
+        &'a self,
+        invocation_id: &'a InvocationId,
+        profile_id: &'a ProfileId,
+    ) -> ResolvedSkillsDocument<'a> {
+        ResolvedSkillsDocument {
+            schema_version: Self::SCHEMA_VERSION,
+            invocation_id,
+            profile_id,
+            scopes: &self.scopes,
+            refs: &self.refs,
+            effective_skills: &self.skills,
+        }
     }
 
     /// Reads a `resolved_skills.json` document back (extra keys ignored).
@@ -470,7 +486,10 @@ mod tests {
             "skill_scopes_resolved_payload",
             resolved.event_payload(&invocation, current.id())
         );
-        assert_eq!(ResolvedSkills::from_document(&document).unwrap(), resolved);
+        assert_eq!(
+            ResolvedSkills::from_document(&serde_json::to_value(&document).unwrap()).unwrap(),
+            resolved
+        );
         assert_eq!(
             ResolvedSkills::from_document(&json!({"scopes": 3}))
                 .unwrap_err()

@@ -1,7 +1,6 @@
 //! Workspace writes, patches and checkpoints.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::ids::{CheckpointId, InvocationId};
 
@@ -38,5 +37,5 @@ pub struct CheckpointCreated {
     pub checkpoint_id: CheckpointId,
     pub reason: crate::workspace::CheckpointReason,
     pub event_seq: u64,
-    pub files: Value,
+    pub files: Vec<crate::workspace::FileFingerprint>,
 }

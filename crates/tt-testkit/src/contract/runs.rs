@@ -239,9 +239,28 @@ pub async fn documents_round_trip_and_missing_is_none(s: StorageUnderTest) {
         let value = json!({"document": document.relative_path(), "i": i, "text": "héllo\n"});
         assert_eq!(
             s.runs.read_document(&run.id, document).await.unwrap(),
-            Some(value)
+            Some(value.clone())
         );
+        // The same document as JSON text: on one line, and the same value.
+        let text = s
+            .runs
+            .read_serialized_document(&run.id, document)
+            .await
+            .unwrap()
+            .expect("a written document reads back as text");
+        assert!(!text.as_str().contains('\n'), "{document:?}");
+        assert_eq!(text.to_value().unwrap(), value, "{document:?}");
     }
+    assert_eq!(
+        s.runs
+            .read_serialized_document(
+                &run.id,
+                &RunDocument::AgentResult(InvocationId::from_raw("inv_none"))
+            )
+            .await
+            .unwrap(),
+        None
+    );
     // Replacing a document keeps only the new value.
     s.runs
         .write_document(&run.id, &RunDocument::PromptSnapshot, &json!([1, 2]))

@@ -205,6 +205,14 @@ impl<S: AgentRunRepository + 'static> AgentRunRepository for FaultyStore<S> {
     ) -> StorageResult<Option<Value>> {
         self.inner.read_document(run_id, document).await
     }
+
+    async fn read_serialized_document(
+        &self,
+        run_id: &RunId,
+        document: &RunDocument,
+    ) -> StorageResult<Option<tt_ports::SerializedDocument>> {
+        self.inner.read_serialized_document(run_id, document).await
+    }
 }
 
 #[async_trait]

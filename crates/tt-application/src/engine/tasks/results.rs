@@ -17,36 +17,53 @@ use crate::engine::invocation::InvocationRuntime;
 use crate::error::{ApplicationError, ApplicationResult};
 use crate::journal_read::JournalPages;
 
-/// The result document of a task, if it returned one. An unreadable document is fatal.
-pub(crate) async fn result_document(
+/// The two fields of a result document a capsule shows; the rest (the runtime's ids, the
+/// summary's file) is skipped unparsed.
+#[derive(serde::Deserialize)]
+struct ResultHead {
+    #[serde(default)]
+    summary: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+}
+
+/// The result document of a task, if it returned one, read as its [`ResultHead`]: what a
+/// capsule entry needs, without building the whole document. An unreadable document, or one
+/// that is not a JSON object, is fatal.
+async fn result_head(
     ctx: &RunContext,
     task: &AgentTaskRecord,
-) -> ApplicationResult<Option<Value>> {
+) -> ApplicationResult<Option<ResultHead>> {
     if task.result_ref.is_none() {
         return Ok(None);
     }
+    let invalid = |message: String| {
+        ApplicationError::fatal(
+            error_codes::AGENT_AWAIT_RESULT_INVALID,
+            format!("result of task {}: {message}", task.id),
+        )
+    };
     let document = ctx
         .services
         .runs
-        .read_document(
+        .read_serialized_document(
             &ctx.run_id,
             &RunDocument::AgentResult(task.child_invocation_id.clone()),
         )
         .await
-        .map_err(|err| {
-            ApplicationError::fatal(
-                error_codes::AGENT_AWAIT_RESULT_INVALID,
-                format!("result of task {}: {err}", task.id),
-            )
-        })?;
-    match document {
-        Some(Value::Object(map)) => Ok(Some(Value::Object(map))),
-        Some(_) => Err(ApplicationError::fatal(
+        .map_err(|err| invalid(err.to_string()))?;
+    let Some(document) = document else {
+        return Ok(None);
+    };
+    if !document.as_str().starts_with('{') {
+        return Err(ApplicationError::fatal(
             error_codes::AGENT_AWAIT_RESULT_INVALID,
             format!("result of task {} is not a JSON object", task.id),
-        )),
-        None => Ok(None),
+        ));
     }
+    serde_json::from_str(document.as_str())
+        .map(Some)
+        .map_err(|err| invalid(err.to_string()))
 }
 
 /// A capsule entry for a task (a waiting one shows its place in `scheduler`'s line).
@@ -55,17 +72,23 @@ pub(crate) async fn capsule_entry(
     scheduler: &RunScheduler,
     task: &AgentTaskRecord,
 ) -> ApplicationResult<CapsuleEntry> {
-    let mut document = result_document(ctx, task).await?;
-    let summary = document
-        .as_ref()
-        .and_then(|doc| doc.get("summary"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    // Taken out of the document, which is dropped here anyway.
-    let result = document
-        .as_mut()
-        .and_then(|doc| doc.get_mut("result"))
-        .map(Value::take);
+    let kept = match task.result_ref {
+        Some(_) => ctx.take_returned(&task.child_invocation_id),
+        None => None,
+    };
+    let (summary, result) = match kept {
+        Some(kept) => (Some(kept.summary), Some(kept.result)),
+        None => match result_head(ctx, task).await? {
+            Some(head) => (
+                head.summary.and_then(|summary| match summary {
+                    Value::String(text) => Some(text),
+                    _ => None,
+                }),
+                head.result,
+            ),
+            None => (None, None),
+        },
+    };
     Ok(CapsuleEntry {
         agent_id: task.target_profile_id.to_string(),
         task_id: task.id.to_string(),
@@ -304,4 +327,21 @@ pub(crate) async fn replay_injection(
         ..reader_state(ctx, inv)
     };
     Ok(Some(render_injected_results(&entries, &reader)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_head_reads_the_summary_and_the_result_and_skips_the_rest() {
+        let head: ResultHead = serde_json::from_str(
+            r#"{"schemaVersion":1,"summary":"Done.","result":{"findings":[1]},"runtime":{"taskId":"t"}}"#,
+        )
+        .unwrap();
+        assert_eq!(head.summary, Some(Value::String("Done.".into())));
+        assert_eq!(head.result, Some(json!({"findings": [1]})));
+        let bare: ResultHead = serde_json::from_str(r#"{"summary":3}"#).unwrap();
+        assert_eq!((bare.summary, bare.result), (Some(json!(3)), None));
+    }
 }

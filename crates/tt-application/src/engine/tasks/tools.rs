@@ -687,6 +687,7 @@ pub(crate) async fn task_return(
     if !outcome.changed {
         return Err(already_finished());
     }
+    ctx.remember_returned(inv.invocation.id.clone(), written.result);
     let returned = payload::TaskReturnCompleted {
         task_id: written.task.id.clone(),
         parent_invocation_id: written.task.parent_invocation_id.clone(),
