@@ -42,6 +42,67 @@ macro_rules! string_id {
     };
 }
 
+/// [`string_id!`] for an id copied into many records and events (the run's, an agent's, a
+/// task's): its text is shared, so a copy is a reference count, not an allocation.
+macro_rules! shared_id {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(std::sync::Arc<str>);
+
+        impl $name {
+            /// Wraps an id read back from storage or a host request, without re-validating it.
+            pub fn from_raw(raw: impl Into<String>) -> Self {
+                Self(std::sync::Arc::from(raw.into()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                deserializer.deserialize_str(SharedText).map(Self)
+            }
+        }
+    };
+}
+
+/// Reads a string into shared text in one allocation (serde's own `Arc<str>` goes through a
+/// `Box<str>` first).
+struct SharedText;
+
+impl serde::de::Visitor<'_> for SharedText {
+    type Value = std::sync::Arc<str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an id string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+        Ok(std::sync::Arc::from(text))
+    }
+}
+
 /// The conversions of a string newtype whose `parse` validates it: `TryFrom<String>` (through
 /// `parse`, so serde's `try_from = "String"` refuses what `parse` refuses), `From<_> for
 /// String` and `Display`.
@@ -69,15 +130,15 @@ macro_rules! parsed_string_conversions {
 }
 pub(crate) use parsed_string_conversions;
 
-string_id!(
+shared_id!(
     /// `run_<hex>`.
     RunId
 );
-string_id!(
+shared_id!(
     /// `inv_root` for the root invocation, `inv_<hex>` otherwise.
     InvocationId
 );
-string_id!(
+shared_id!(
     /// `task_<hex>` for delegated tasks, `handoff_<hex>` for handoffs.
     TaskId
 );
@@ -115,31 +176,33 @@ fn prefixed(prefix: &str, token: impl Into<String>) -> String {
 
 impl RunId {
     pub fn generate(token: impl Into<String>) -> Self {
-        Self(prefixed("run_", token))
+        Self(prefixed("run_", token).into())
     }
 }
 
 impl InvocationId {
     pub fn root() -> Self {
-        Self(ROOT_INVOCATION_ID.to_owned())
+        static ROOT: std::sync::LazyLock<std::sync::Arc<str>> =
+            std::sync::LazyLock::new(|| ROOT_INVOCATION_ID.into());
+        Self(std::sync::Arc::clone(&ROOT))
     }
 
     pub fn generate(token: impl Into<String>) -> Self {
-        Self(prefixed("inv_", token))
+        Self(prefixed("inv_", token).into())
     }
 
     pub fn is_root(&self) -> bool {
-        self.0 == ROOT_INVOCATION_ID
+        &*self.0 == ROOT_INVOCATION_ID
     }
 }
 
 impl TaskId {
     pub fn generate_delegate(token: impl Into<String>) -> Self {
-        Self(prefixed("task_", token))
+        Self(prefixed("task_", token).into())
     }
 
     pub fn generate_handoff(token: impl Into<String>) -> Self {
-        Self(prefixed("handoff_", token))
+        Self(prefixed("handoff_", token).into())
     }
 }
 
@@ -172,15 +235,18 @@ impl CheckpointId {
 /// Maximum length of a profile id or artifact id.
 pub const MAX_PROFILE_ID_LEN: usize = 128;
 
-/// A profile id: lowercase ASCII letters, digits, `-` and `_`, 1 to 128 bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct ProfileId(String);
+/// A profile id: lowercase ASCII letters, digits, `-` and `_`, 1 to 128 bytes. Shared text,
+/// like the ids of [`shared_id!`]: tasks, events and agents all carry it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProfileId(std::sync::Arc<str>);
 
 impl ProfileId {
     pub fn parse(raw: &str) -> DomainResult<Self> {
+        if is_valid_profile_id(raw) {
+            return Ok(Self(raw.into()));
+        }
         parse_in_profile_id_charset(raw, "profile id", error_codes::AGENT_PROFILE_ID_INVALID)
-            .map(Self)
+            .map(|valid| Self(valid.into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -189,11 +255,45 @@ impl ProfileId {
 
     /// For ids that are valid by construction (constants in this crate).
     pub(crate) fn from_trusted(raw: &str) -> Self {
-        Self(raw.to_owned())
+        Self(raw.into())
     }
 }
 
-parsed_string_conversions!(ProfileId);
+impl TryFrom<String> for ProfileId {
+    type Error = DomainError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::parse(&value)
+    }
+}
+
+impl From<ProfileId> for String {
+    fn from(value: ProfileId) -> Self {
+        value.0.as_ref().to_owned()
+    }
+}
+
+impl fmt::Display for ProfileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for ProfileId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProfileId {
+    /// Refuses what [`ProfileId::parse`] refuses.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = deserializer.deserialize_str(SharedText)?;
+        if is_valid_profile_id(&text) {
+            return Ok(Self(text));
+        }
+        Self::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
 
 /// Profile and artifact ids share one charset.
 pub fn is_valid_profile_id(raw: &str) -> bool {
