@@ -1,6 +1,6 @@
 //! A journal event as the line the file store appends: serialized once, before the run's lock
-//! is taken, into a buffer each thread reuses, with room in front for its seq, which is known
-//! only under the lock.
+//! is taken, into one of the buffers each thread reuses, with room in front for its seq, which
+//! is known only under the lock.
 
 use serde::Serialize;
 use tt_domain::event::NewRunEvent;
@@ -32,10 +32,15 @@ const TAIL_ROOM: usize = 192;
 /// Buffers larger than this are not kept for the next event.
 const KEPT_LINE_CAPACITY: usize = 64 * 1024;
 
+/// How many buffers a thread keeps: enough for the lines of one unit (a tool call's or a
+/// model turn's events are three to six).
+const KEPT_LINES: usize = 8;
+
 thread_local! {
-    /// Each thread's event-line buffer, reused from event to event: an event is serialized
-    /// and written without allocating.
-    static EVENT_LINE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// Each thread's event-line buffers, reused from unit to unit: the events of a unit are
+    /// serialized and written without allocating.
+    static EVENT_LINES: std::cell::RefCell<Vec<Vec<u8>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// One event line being built: [`SEQ_ROOM`] bytes of room, then the event without its seq
@@ -47,10 +52,12 @@ pub(crate) struct EventLine {
 impl EventLine {
     /// Serializes `event` into this thread's buffer.
     pub(crate) fn new(event: &NewRunEvent) -> StorageResult<Self> {
-        let mut buf = EVENT_LINE.with(std::cell::Cell::take);
+        let mut buf = EVENT_LINES
+            .with(|lines| lines.borrow_mut().pop())
+            .unwrap_or_default();
         buf.clear();
-        // The whole line at once: the thread's buffer is taken by the first line of a unit,
-        // and a fresh one grown while serializing would be reallocated four or five times.
+        // The whole line at once: a fresh buffer grown while serializing would be reallocated
+        // four or five times.
         buf.reserve(SEQ_ROOM + TAIL_ROOM + event.payload.get().len());
         buf.resize(SEQ_ROOM, b' ');
         let mut line = Self { buf };
@@ -110,7 +117,12 @@ impl Drop for EventLine {
     fn drop(&mut self) {
         if self.buf.capacity() <= KEPT_LINE_CAPACITY {
             let buf = std::mem::take(&mut self.buf);
-            EVENT_LINE.with(|cell| cell.set(buf));
+            EVENT_LINES.with(|lines| {
+                let mut lines = lines.borrow_mut();
+                if lines.len() < KEPT_LINES {
+                    lines.push(buf);
+                }
+            });
         }
     }
 }

@@ -128,7 +128,9 @@ pub fn default_system_prompt(snapshot: &InvocationToolSnapshot) -> String {
 /// list is the front matter's alone (each spec describes its tool), and only the tools that
 /// come with a rule get a line.
 pub fn default_system_prompt_in(snapshot: &InvocationToolSnapshot, style: ToolSpecStyle) -> String {
-    let mut out = String::new();
+    // Room for the longest form (a writer's full prompt is about 1.5 KiB): written without
+    // growing.
+    let mut out = String::with_capacity(2048);
     tools_section(&mut out, snapshot, style);
     workspace_section(&mut out, snapshot);
     out.push('\n');

@@ -69,8 +69,10 @@ impl StoredBrief {
         if text.is_empty() {
             return None;
         }
-        let mut label: String = text.chars().take(80).collect();
-        if text.chars().count() > 80 {
+        let (head, cut) = crate::text::truncate_chars(text, 80);
+        let mut label = String::with_capacity(head.len() + '…'.len_utf8());
+        label.push_str(head);
+        if cut {
             label.push('…');
         }
         Some(label)

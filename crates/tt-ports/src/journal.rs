@@ -191,8 +191,17 @@ pub async fn commit_in_order<S>(
 where
     S: RunJournal + AgentRunRepository + AgentInvocationRepository + ?Sized,
 {
-    let mut stored = Vec::new();
-    let mut events = Vec::new();
+    let mut stored: Vec<RecordedEvent> = Vec::new();
+    // Sized for a unit of events only (the common case): no growth while gathering them.
+    let mut events = Vec::with_capacity(writes.len());
+    // The first append's events are taken over as they are, not copied.
+    let mut keep = |appended: Vec<RecordedEvent>| {
+        if stored.is_empty() {
+            stored = appended;
+        } else {
+            stored.extend(appended);
+        }
+    };
     for write in writes {
         let record = match write {
             RunWrite::Event(event) => {
@@ -202,7 +211,7 @@ where
             record => record,
         };
         if !events.is_empty() {
-            stored.extend(store.append_all(std::mem::take(&mut events)).await?);
+            keep(store.append_all(std::mem::take(&mut events)).await?);
         }
         match record {
             RunWrite::Document { document, body } => {
@@ -224,7 +233,7 @@ where
         }
     }
     if !events.is_empty() {
-        stored.extend(store.append_all(events).await?);
+        keep(store.append_all(events).await?);
     }
     Ok(stored)
 }
