@@ -55,6 +55,8 @@ pub(crate) struct WrittenReturn {
     pub returned: TaskReturned,
     /// What the document says of the result, for the capsule that shows it.
     pub result: ReturnedResult,
+    /// The length of the result document.
+    pub document_bytes: usize,
 }
 
 /// The two fields of a result document a capsule shows: its `summary` and its `result`.
@@ -153,6 +155,7 @@ pub(crate) async fn write_task_return(
             summary: document.summary,
             result: document.result,
         },
+        document_bytes: serialized.as_str().len(),
     })
 }
 

@@ -73,12 +73,85 @@ pub(crate) struct RunContext {
     /// Results handed back in this process and not shown yet to the agent that delegated
     /// them, by the returning agent: a capsule takes its entry's result from here instead of
     /// parsing the result document back (`engine::tasks::results`).
-    returned_results: StdMutex<
-        std::collections::HashMap<
-            tt_domain::ids::InvocationId,
-            crate::delegation::task_return::ReturnedResult,
-        >,
+    returned_results: StdMutex<KeptResults>,
+}
+
+/// How much of the results handed back a run keeps in memory for its capsules, counted as the
+/// length of their documents: a fan-out of 256 small results fits, a few large ones do not.
+const KEPT_RESULTS_BYTES: usize = 256 * 1024;
+
+/// [`RunContext`]'s results not shown yet, each with its document's length, and the sum.
+#[derive(Default)]
+struct KeptResults {
+    results: std::collections::HashMap<
+        tt_domain::ids::InvocationId,
+        (crate::delegation::task_return::ReturnedResult, usize),
     >,
+    bytes: usize,
+}
+
+impl KeptResults {
+    /// Keeps `result` unless that would pass [`KEPT_RESULTS_BYTES`] (replacing one kept for
+    /// the same agent).
+    fn keep(
+        &mut self,
+        returner: tt_domain::ids::InvocationId,
+        result: crate::delegation::task_return::ReturnedResult,
+        document_bytes: usize,
+    ) {
+        let replaced = self.results.get(&returner).map_or(0, |(_, bytes)| *bytes);
+        let total = self.bytes - replaced;
+        if total.saturating_add(document_bytes) > KEPT_RESULTS_BYTES {
+            return;
+        }
+        self.results.insert(returner, (result, document_bytes));
+        self.bytes = total + document_bytes;
+    }
+
+    fn take(
+        &mut self,
+        returner: &tt_domain::ids::InvocationId,
+    ) -> Option<crate::delegation::task_return::ReturnedResult> {
+        let (result, bytes) = self.results.remove(returner)?;
+        self.bytes -= bytes;
+        Some(result)
+    }
+}
+
+#[cfg(test)]
+mod kept_results_tests {
+    use super::*;
+    use crate::delegation::task_return::ReturnedResult;
+    use tt_domain::ids::InvocationId;
+
+    fn result(summary: &str) -> ReturnedResult {
+        ReturnedResult {
+            summary: summary.to_owned(),
+            result: serde_json::json!({"summary": summary}),
+        }
+    }
+
+    #[test]
+    fn results_are_kept_up_to_the_bound_and_taken_once() {
+        let mut kept = KeptResults::default();
+        let (a, b, c) = (
+            InvocationId::from_raw("inv_a"),
+            InvocationId::from_raw("inv_b"),
+            InvocationId::from_raw("inv_c"),
+        );
+        kept.keep(a.clone(), result("A"), KEPT_RESULTS_BYTES - 10);
+        kept.keep(b.clone(), result("B"), 11);
+        kept.keep(c.clone(), result("C"), 10);
+        // B would pass the bound: its capsule reads the document.
+        assert_eq!(kept.take(&b), None);
+        assert_eq!(kept.take(&c), Some(result("C")));
+        assert_eq!(kept.take(&c), None);
+        // A result handed back again replaces the kept one.
+        kept.keep(a.clone(), result("A2"), 5);
+        assert_eq!(kept.bytes, 5);
+        assert_eq!(kept.take(&a), Some(result("A2")));
+        assert_eq!(kept.bytes, 0);
+    }
 }
 
 impl std::fmt::Debug for RunContext {
@@ -115,7 +188,7 @@ impl RunContext {
             promoted_before: std::sync::atomic::AtomicBool::new(false),
             shutting_down: std::sync::atomic::AtomicBool::new(false),
             max_delegation_depth: tokio::sync::OnceCell::new(),
-            returned_results: StdMutex::new(std::collections::HashMap::new()),
+            returned_results: StdMutex::new(KeptResults::default()),
         })
     }
 
@@ -218,17 +291,19 @@ impl RunContext {
         self.run.lock().await.clone()
     }
 
-    /// Keeps the result `returner` handed back (its document is written) for the capsule
-    /// that shows it.
+    /// Keeps the result `returner` handed back (its document, `document_bytes` long, is
+    /// written) for the capsule that shows it, while the kept results' documents come to at
+    /// most [`KEPT_RESULTS_BYTES`]; past that the capsule reads the document.
     pub(crate) fn remember_returned(
         &self,
         returner: tt_domain::ids::InvocationId,
         result: crate::delegation::task_return::ReturnedResult,
+        document_bytes: usize,
     ) {
         self.returned_results
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(returner, result);
+            .keep(returner, result, document_bytes);
     }
 
     /// The result `returner` handed back in this process, once: a later capsule of the same
@@ -240,7 +315,7 @@ impl RunContext {
         self.returned_results
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(returner)
+            .take(returner)
     }
 
     /// What `read` takes from the run as it is now, without copying the whole record.

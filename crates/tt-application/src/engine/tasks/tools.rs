@@ -687,7 +687,11 @@ pub(crate) async fn task_return(
     if !outcome.changed {
         return Err(already_finished());
     }
-    ctx.remember_returned(inv.invocation.id.clone(), written.result);
+    ctx.remember_returned(
+        inv.invocation.id.clone(),
+        written.result,
+        written.document_bytes,
+    );
     let returned = payload::TaskReturnCompleted {
         task_id: written.task.id.clone(),
         parent_invocation_id: written.task.parent_invocation_id.clone(),
