@@ -118,42 +118,6 @@ impl KeptResults {
     }
 }
 
-#[cfg(test)]
-mod kept_results_tests {
-    use super::*;
-    use crate::delegation::task_return::ReturnedResult;
-    use tt_domain::ids::InvocationId;
-
-    fn result(summary: &str) -> ReturnedResult {
-        ReturnedResult {
-            summary: summary.to_owned(),
-            result: serde_json::json!({"summary": summary}),
-        }
-    }
-
-    #[test]
-    fn results_are_kept_up_to_the_bound_and_taken_once() {
-        let mut kept = KeptResults::default();
-        let (a, b, c) = (
-            InvocationId::from_raw("inv_a"),
-            InvocationId::from_raw("inv_b"),
-            InvocationId::from_raw("inv_c"),
-        );
-        kept.keep(a.clone(), result("A"), KEPT_RESULTS_BYTES - 10);
-        kept.keep(b.clone(), result("B"), 11);
-        kept.keep(c.clone(), result("C"), 10);
-        // B would pass the bound: its capsule reads the document.
-        assert_eq!(kept.take(&b), None);
-        assert_eq!(kept.take(&c), Some(result("C")));
-        assert_eq!(kept.take(&c), None);
-        // A result handed back again replaces the kept one.
-        kept.keep(a.clone(), result("A2"), 5);
-        assert_eq!(kept.bytes, 5);
-        assert_eq!(kept.take(&a), Some(result("A2")));
-        assert_eq!(kept.bytes, 0);
-    }
-}
-
 impl std::fmt::Debug for RunContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunContext")
@@ -437,5 +401,41 @@ impl RunContext {
             }
         };
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod kept_results_tests {
+    use super::*;
+    use crate::delegation::task_return::ReturnedResult;
+    use tt_domain::ids::InvocationId;
+
+    fn result(summary: &str) -> ReturnedResult {
+        ReturnedResult {
+            summary: summary.to_owned(),
+            result: serde_json::json!({"summary": summary}),
+        }
+    }
+
+    #[test]
+    fn results_are_kept_up_to_the_bound_and_taken_once() {
+        let mut kept = KeptResults::default();
+        let (a, b, c) = (
+            InvocationId::from_raw("inv_a"),
+            InvocationId::from_raw("inv_b"),
+            InvocationId::from_raw("inv_c"),
+        );
+        kept.keep(a.clone(), result("A"), KEPT_RESULTS_BYTES - 10);
+        kept.keep(b.clone(), result("B"), 11);
+        kept.keep(c.clone(), result("C"), 10);
+        // B would pass the bound: its capsule reads the document.
+        assert_eq!(kept.take(&b), None);
+        assert_eq!(kept.take(&c), Some(result("C")));
+        assert_eq!(kept.take(&c), None);
+        // A result handed back again replaces the kept one.
+        kept.keep(a.clone(), result("A2"), 5);
+        assert_eq!(kept.bytes, 5);
+        assert_eq!(kept.take(&a), Some(result("A2")));
+        assert_eq!(kept.bytes, 0);
     }
 }
