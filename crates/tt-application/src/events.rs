@@ -6,7 +6,6 @@
 //! only place the payload is parsed back, and only when someone listens).
 //! Subscribers that fall behind re-read the journal, so a live stream never skips a seq.
 
-use serde_json::Value;
 use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 use tt_domain::error_codes;
@@ -115,21 +114,6 @@ impl EventSink {
             ids,
             live,
         }
-    }
-
-    /// Appends one event whose payload has no struct of its own to write it (see
-    /// [`record`](Self::record)); `scope` becomes its `eventScope`. A journal failure is fatal
-    /// for the caller.
-    pub async fn emit(
-        &self,
-        run_id: &RunId,
-        level: EventLevel,
-        event_type: RunEventType,
-        payload: Value,
-        scope: Option<&EventScope>,
-    ) -> ApplicationResult<RecordedEvent> {
-        let payload = JournalPayload::value(payload, scope);
-        self.append(run_id, level, event_type, payload).await
     }
 
     async fn append(
